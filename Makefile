@@ -1,0 +1,70 @@
+# Two commands a newcomer needs: `make course` and `make test`. Each creates (or reuses) the
+# local virtualenv in .venv from requirements.lock by itself; nothing else is required but
+# python3 (3.10+) and make.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml 2>/dev/null | cksum | cut -d' ' -f1)
+export MTRL_MODE ?= offline
+# Keep third-party telemetry and update checks quiet and offline.
+export SAGEMAKER_TELEMETRY_DISABLED ?= true
+export MPLBACKEND ?= Agg
+
+.PHONY: help venv course test test-fast notebooks bench lock words dataset clean distclean
+
+help:
+	@echo "make course     run the course's main job offline (creates .venv on first use)"
+	@echo "make test       run the whole test suite (unit, property, contract, nbval, hygiene)"
+	@echo "make notebooks  re-execute every notebook offline and store its outputs"
+	@echo "make bench      print the benchmark medians and ratios"
+	@echo "make lock       regenerate requirements.lock from pyproject.toml (on purpose only)"
+	@echo "make clean      remove local state (.state, build); distclean also removes .venv"
+
+$(STAMP): requirements.lock pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+venv: $(STAMP)
+
+course: $(STAMP)
+	$(BIN)/mtrl course
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+# Everything except the notebooks (quick inner loop while editing code).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not notebooks"
+
+notebooks: $(STAMP)
+	$(BIN)/mtrl notebooks run
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_game.py
+
+words: $(STAMP)
+	$(BIN)/mtrl words build
+
+dataset: $(STAMP)
+	$(BIN)/mtrl dataset make
+
+# The lock is generated, never edited by hand: resolve pyproject.toml's ranges in a scratch
+# virtualenv and freeze the result with exact versions.
+lock:
+	rm -rf build/lockenv
+	$(PYTHON) -m venv build/lockenv
+	build/lockenv/bin/python -m pip install --quiet --upgrade pip
+	build/lockenv/bin/python -m pip install --quiet ".[test]"
+	build/lockenv/bin/python -m pip freeze --exclude-editable | grep -v '^mtrl-wordle-course' > requirements.lock
+	rm -rf build/lockenv
+
+clean:
+	rm -rf .state build agent_src/app .pytest_cache .hypothesis
+
+distclean: clean
+	rm -rf $(VENV)

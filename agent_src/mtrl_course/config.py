@@ -1,0 +1,77 @@
+"""Course-wide settings: the mode, repository paths, placeholder identities and seeding.
+
+Everything that differs between the offline and live paths is decided here, once. Notebooks and
+the CLI never read `MTRL_MODE` themselves; they ask this module.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from enum import Enum
+from pathlib import Path
+
+MODE_ENV_VAR = "MTRL_MODE"
+OFFLINE_REGION = "us-east-1"
+# The AWS documentation's placeholder account: it appears in the smoke payload, the AgentCore
+# targets file and every committed output. moto's own account (123456789012) is the other
+# placeholder the offline stack uses; a hygiene test rejects any other 12-digit account.
+PLACEHOLDER_ACCOUNT = "111122223333"
+MOTO_ACCOUNT = "123456789012"
+DEFAULT_SEED = 42
+COURSE_TAG = "mtrl-wordle-course"
+
+
+class Mode(str, Enum):
+    OFFLINE = "offline"
+    LIVE = "live"
+
+
+def _find_repo_root() -> Path:
+    """The checkout's root: the nearest parent holding pyproject.toml (works installed or not)."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "pyproject.toml").is_file() and (parent / "agent_src").is_dir():
+            return parent
+    return Path.cwd()
+
+
+REPO_ROOT = _find_repo_root()
+DATA_DIR = REPO_ROOT / "data"
+FIGURES_DIR = REPO_ROOT / "figures"
+NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+# Local, git-ignored state: MLflow store, caches, offline job artefacts.
+STATE_DIR = REPO_ROOT / ".state"
+
+TRAIN_FILE = DATA_DIR / "training-data.jsonl"
+VALIDATION_FILE = DATA_DIR / "validation-data.jsonl"
+PAYLOAD_FILE = DATA_DIR / "payload.json"
+
+
+def _read_mode() -> Mode:
+    raw = os.environ.get(MODE_ENV_VAR, Mode.OFFLINE.value).strip().lower() or Mode.OFFLINE.value
+    try:
+        return Mode(raw)
+    except ValueError:
+        raise ValueError(
+            f"{MODE_ENV_VAR}={raw!r} is not a mode; set it to 'offline' (the default) or 'live'"
+        ) from None
+
+
+MODE: Mode = _read_mode()
+
+
+def is_live() -> bool:
+    return MODE is Mode.LIVE
+
+
+def seed_everything(seed: int = DEFAULT_SEED) -> int:
+    """Seed Python's and numpy's global generators (code that matters uses explicit generators)."""
+    random.seed(seed)
+    try:
+        import numpy as np
+
+        np.random.seed(seed)
+    except ImportError:  # numpy is a course dependency; the guard only keeps this importable alone
+        pass
+    return seed
