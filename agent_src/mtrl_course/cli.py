@@ -46,6 +46,12 @@ def _words_verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _words_hash(args: argparse.Namespace) -> int:
+    from mtrl_course import wordlists
+
+    return int(wordlists.main(["hash", *args.words]) or 0)
+
+
 # -------------------------------------------------------------------------------------- dataset
 def _dataset_make(args: argparse.Namespace) -> int:
     from mtrl_course import dataset
@@ -93,8 +99,9 @@ def _dataset_export(args: argparse.Namespace) -> int:
 def _play(args: argparse.Namespace) -> int:
     if args.batch:
         from mtrl_course import solver
+        from mtrl_course.course import split_words
 
-        words = solver.load_split_words(args.split)[: args.limit] if args.limit else solver.load_split_words(args.split)
+        words = split_words(args.split)[: args.limit] if args.limit else split_words(args.split)
         frame = solver.play_many(words)
         _print_table(frame)
         print()
@@ -142,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_words_build)
     p = words.add_parser("verify", help="check the committed word files against their provenance")
     p.set_defaults(func=_words_verify)
+    p = words.add_parser("hash", help="print the denylist line for a word (reads stdin if none given)")
+    p.add_argument("words", nargs="*")
+    p.set_defaults(func=_words_hash)
 
     ds = sub.add_parser("dataset", help="make, validate or export the training data").add_subparsers(
         dest="action", required=True

@@ -87,8 +87,9 @@ def entropies(matrix: np.ndarray) -> np.ndarray:
     n_rows, n_cols = matrix.shape
     if n_cols == 0:
         return np.zeros(n_rows)
-    counts = np.zeros((n_rows, ALL_GREEN + 1), dtype=np.int32)
-    np.add.at(counts, (np.repeat(np.arange(n_rows), n_cols), matrix.ravel()), 1)
+    # One bincount over (row, code) pairs instead of np.add.at: same counts, ~10x faster.
+    keys = np.arange(n_rows, dtype=np.int64)[:, None] * (ALL_GREEN + 1) + matrix.astype(np.int64)
+    counts = np.bincount(keys.ravel(), minlength=n_rows * (ALL_GREEN + 1)).reshape(n_rows, -1)
     p = counts / n_cols
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(p > 0, p * np.log2(np.where(p > 0, p, 1.0)), 0.0)
