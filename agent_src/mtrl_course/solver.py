@@ -420,37 +420,39 @@ def handler_payload(answer: str, index: int = 0) -> dict:
 def play_through_handler(words: Iterable[str], solver: EntropySolver | None = None) -> pd.DataFrame:
     """Play each word through the real rollout handler, in-process, with the solver as the policy.
 
-    Same columns as `play_many`. The handler returns only the reward, so the guesses are the
-    ones the solver model sent, and `solved` is read off the reward (every solve pays at least
-    1.01, every other outcome at most -0.35); `score` is NaN (the handler does not expose it).
+    Same columns as `play_many`. The handler returns only the reward (all the service ever
+    sees); the guesses, outcome and shaping score are read from the finished game through the
+    rollout's game-observer hook, and the reward column is the handler's own return value.
     """
     # Imported here: the handler pulls in the SageMaker SDK (seconds); the bare loop never needs it.
     from mtrl_course.local.solver_model import solver_model_factory
     from wordle_agent.main import handle_rollout
-    from wordle_agent.rollout import use_model_factory
+    from wordle_agent.rollout import use_game_observer, use_model_factory
 
     solver = solver or default_solver()
     solver.matrix
+    finished: list = []
     rows = []
-    with _quiet_missing_metadata():
+    with _quiet_missing_metadata(), use_game_observer(lambda _task, game: finished.append(game)):
         for index, word in enumerate(words):
             factory = solver_model_factory(solver)
+            finished.clear()
             start = time.perf_counter()
             with use_model_factory(factory):
                 result = handle_rollout(handler_payload(word, index))
             seconds = time.perf_counter() - start
             # The handler promises {"reward": float}; NaN marks a broken promise in the table.
             reward = float(result.get("reward", "nan") if isinstance(result, dict) else "nan")
-            guesses = factory.played_guesses()
-            solved = bool(reward >= SUCCESS_THRESHOLD)
+            game = finished[-1] if finished else None
+            guesses = tuple(game.guesses) if game else tuple(factory.played_guesses())
             rows.append(
                 {
                     "answer": word.strip().upper(),
-                    "guesses": tuple(guesses),
-                    "solved": solved,
+                    "guesses": guesses,
+                    "solved": bool(game.solved) if game else bool(reward >= SUCCESS_THRESHOLD),
                     "n_guesses": len(guesses),
                     "reward": reward,
-                    "score": float("nan"),
+                    "score": float(game.score) if game else float("nan"),
                     "seconds": seconds,
                 }
             )

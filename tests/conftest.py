@@ -1,0 +1,42 @@
+"""Shared pytest fixtures: no test may reach a real AWS account, and third-party logs stay quiet."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+# Values botocore accepts but AWS never would; "testing" is moto's convention.
+FAKE_AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_SECURITY_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+    # Never fall back to the instance metadata service or a developer's own profile files.
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_CONFIG_FILE": "/nonexistent/aws-config",
+    "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials",
+}
+UNSET_AWS_ENV = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                 "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE")
+NOISY_LOGGERS = ("httpx", "httpcore", "openai", "urllib3", "botocore", "strands", "opentelemetry",
+                 "bedrock_agentcore", "sagemaker", "uvicorn", "uvicorn.error", "uvicorn.access")
+
+
+@pytest.fixture(autouse=True)
+def fake_aws_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Fake AWS credentials and Region for every test."""
+    for name in UNSET_AWS_ENV:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in FAKE_AWS_ENV.items():
+        monkeypatch.setenv(name, value)
+    return dict(FAKE_AWS_ENV)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def quiet_loggers() -> None:
+    """Third-party libraries log every request at INFO; tests only want warnings and up."""
+    for name in NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)

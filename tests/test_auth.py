@@ -1,0 +1,195 @@
+"""The Job Runtime token cache: shared under concurrency, short-lived, re-signed on 403."""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from wordle_agent import auth
+from wordle_agent.auth import TOKEN_TTL_SECONDS, TokenCache, TokenError
+
+TOKEN_PREFIX = "sagemaker-api-key-"
+AGENT_SRC = Path(__file__).resolve().parents[1] / "agent_src"
+
+
+class CountingSigner:
+    """A stand-in signer that is slow enough for concurrent callers to pile up on it."""
+
+    def __init__(self, delay: float = 0.05, failures: int = 0) -> None:
+        self.delay = delay
+        self.failures = failures
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, region: str) -> str:
+        with self._lock:
+            self.calls += 1
+            n = self.calls
+        time.sleep(self.delay)
+        if n <= self.failures:
+            raise RuntimeError(f"credential provider unavailable (call {n})")
+        return f"token-{region}-{n}"
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_64_concurrent_callers_share_one_or_two_mints() -> None:
+    signer = CountingSigner(delay=0.05)
+    cache = TokenCache(mint=signer)
+    barrier = threading.Barrier(64)
+    tokens: list[str] = []
+    lock = threading.Lock()
+
+    def ask() -> None:
+        barrier.wait()
+        token = cache.get("us-east-1")
+        with lock:
+            tokens.append(token)
+
+    threads = [threading.Thread(target=ask) for _ in range(64)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(tokens) == 64
+    assert cache.mints <= 2, f"64 threads minted {cache.mints} tokens"
+    assert signer.calls == cache.mints
+    assert len(set(tokens)) == cache.mints
+
+
+def test_a_cached_token_is_reused_until_the_ttl_passes() -> None:
+    clock = FakeClock()
+    cache = TokenCache(mint=CountingSigner(delay=0), clock=clock)
+    first = cache.get("us-east-1")
+    clock.now += TOKEN_TTL_SECONDS - 1
+    assert cache.get("us-east-1") == first
+    assert cache.mints == 1
+    clock.now += 2
+    second = cache.get("us-east-1")
+    assert second != first
+    assert cache.mints == 2
+
+
+def test_the_ttl_is_minutes_not_hours() -> None:
+    assert 60 <= TOKEN_TTL_SECONDS <= 15 * 60
+
+
+def test_tokens_are_cached_per_region() -> None:
+    cache = TokenCache(mint=CountingSigner(delay=0))
+    assert cache.get("us-east-1") != cache.get("us-west-2")
+    assert cache.mints == 2
+
+
+def test_region_defaults_to_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    signer = CountingSigner(delay=0)
+    assert TokenCache(mint=signer).get() == "token-eu-west-1-1"
+
+
+def test_invalidate_forces_a_new_signature() -> None:
+    cache = TokenCache(mint=CountingSigner(delay=0))
+    first = cache.get("us-east-1")
+    cache.invalidate("us-east-1", token=first)
+    second = cache.get("us-east-1")
+    assert second != first
+    assert cache.mints == 2
+
+
+def test_invalidate_with_a_stale_token_keeps_the_fresh_one() -> None:
+    # 32 rollouts that saw the same 403 must not each throw away the token the first re-signed.
+    cache = TokenCache(mint=CountingSigner(delay=0))
+    stale = cache.get("us-east-1")
+    cache.invalidate("us-east-1", token=stale)
+    fresh = cache.get("us-east-1")
+    for _ in range(31):
+        cache.invalidate("us-east-1", token=stale)
+    assert cache.get("us-east-1") == fresh
+    assert cache.mints == 2
+
+
+def test_invalidate_without_arguments_drops_every_region() -> None:
+    cache = TokenCache(mint=CountingSigner(delay=0))
+    cache.get("us-east-1")
+    cache.get("us-west-2")
+    cache.invalidate()
+    cache.get("us-east-1")
+    cache.get("us-west-2")
+    assert cache.mints == 4
+
+
+def test_mint_failures_are_retried_with_backoff() -> None:
+    sleeps: list[float] = []
+    signer = CountingSigner(delay=0, failures=2)
+    cache = TokenCache(mint=signer, attempts=3, backoff_seconds=0.5, sleep=sleeps.append)
+    assert cache.get("us-east-1") == "token-us-east-1-3"
+    assert sleeps == [0.5, 1.0]
+    assert cache.mints == 1
+
+
+def test_persistent_mint_failure_raises_a_clear_error() -> None:
+    signer = CountingSigner(delay=0, failures=99)
+    cache = TokenCache(mint=signer, attempts=3, sleep=lambda s: None)
+    with pytest.raises(TokenError, match=r"us-east-1.*after 3 attempts.*credential provider unavailable"):
+        cache.get("us-east-1")
+    assert signer.calls == 3
+    assert cache.mints == 0
+
+
+def test_a_signer_returning_nothing_counts_as_a_failure() -> None:
+    cache = TokenCache(mint=lambda region: "", attempts=2, sleep=lambda s: None)
+    with pytest.raises(TokenError):
+        cache.get("us-east-1")
+
+
+def test_bad_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="ttl_seconds"):
+        TokenCache(ttl_seconds=0)
+    with pytest.raises(ValueError, match="attempts"):
+        TokenCache(attempts=0)
+
+
+def test_real_signer_works_offline_with_fake_credentials() -> None:
+    cache = TokenCache()
+    token = cache.get("us-east-1")
+    assert token.startswith(TOKEN_PREFIX)
+    presigned = base64.b64decode(token[len(TOKEN_PREFIX):]).decode()
+    assert "Action=CallWithBearerToken" in presigned
+    assert "us-east-1" in presigned
+    # the credentials come from the environment (conftest's fake values), through the shared session
+    assert "testing" in presigned  # the session token travels in the presigned query
+    assert cache.get("us-east-1") == token
+    assert cache.mints == 1
+
+
+def test_the_shared_session_is_created_once_and_renewed_on_invalidate() -> None:
+    cache = TokenCache()
+    first = cache.get("us-east-1")
+    session = cache._session
+    cache.get("us-west-2")
+    assert cache._session is session
+    cache.invalidate("us-east-1", token=first)
+    cache.get("us-east-1")
+    assert cache._session is not session
+
+
+def test_importing_the_module_does_no_aws_work() -> None:
+    code = (
+        "import sys, wordle_agent.auth as a; "
+        "print(a.TOKENS._session is None, a.TOKENS.mints, 'sagemaker.core.token_generator' in sys.modules)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(AGENT_SRC)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split() == ["True", "0", "False"]
