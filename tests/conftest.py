@@ -40,3 +40,16 @@ def quiet_loggers() -> None:
     """Third-party libraries log every request at INFO; tests only want warnings and up."""
     for name in NOISY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Block every non-loopback connection for the whole run, before any test imports a client.
+
+    The offline stack's guard refuses connections and name lookups that would leave the
+    machine; installing it here means a test that forgot to go offline fails loudly instead of
+    reaching the network. Subprocesses (the npm fetch of the AgentCore CLI schemas, notebook
+    kernels) are not affected: each decides for itself.
+    """
+    from mtrl_course import aws
+
+    aws.install_network_guard()

@@ -135,3 +135,28 @@ def test_local_state_is_ignored():
     ignored = (REPO / ".gitignore").read_text()
     for entry in (".venv/", ".state/", "build/", "mlruns/"):
         assert entry in ignored, f".gitignore must ignore {entry}"
+
+
+def test_the_suite_blocks_non_loopback_connections():
+    """conftest installs the offline network guard: a remote address is refused, loopback is not."""
+    import socket
+
+    from mtrl_course.aws import OfflineNetworkError
+
+    remote = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        with pytest.raises(OfflineNetworkError, match="only loopback"):
+            remote.connect(("192.0.2.1", 443))  # TEST-NET-1: never routed, never contacted
+    finally:
+        remote.close()
+    with pytest.raises(socket.gaierror, match="offline mode"):
+        socket.getaddrinfo("example.com", 443)
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    client = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        client.connect(server.getsockname())
+    finally:
+        client.close()
+        server.close()

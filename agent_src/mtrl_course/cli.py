@@ -137,6 +137,19 @@ def _course(args: argparse.Namespace) -> int:
     return course.run(limit=args.limit)
 
 
+# ------------------------------------------------------------------------------------ notebooks
+def _notebooks_run(args: argparse.Namespace) -> int:
+    from mtrl_course import notebooks_run
+
+    return notebooks_run.run_command(args.notebooks or None, timeout=args.timeout, store=not args.no_store)
+
+
+def _notebooks_sync(args: argparse.Namespace) -> int:
+    from mtrl_course import notebooks_run
+
+    return notebooks_run.sync_command(check=args.check)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mtrl", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -182,6 +195,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("course", help="the course's main job, offline (what `make course` runs)")
     p.add_argument("--limit", type=int, default=None, help="play only this many held-out games")
     p.set_defaults(func=_course)
+
+    nbs = sub.add_parser("notebooks", help="execute the notebooks offline, or sync their banners").add_subparsers(
+        dest="action", required=True
+    )
+    p = nbs.add_parser("run", help="execute notebooks in fresh offline kernels and store their outputs")
+    p.add_argument("notebooks", nargs="*", help="numbers (05), file names or _template (default: all, then the template)")
+    p.add_argument("--timeout", type=int, default=600, help="seconds allowed per cell")
+    p.add_argument("--no-store", action="store_true", help="only check that they run; leave the files alone")
+    p.set_defaults(func=_notebooks_run)
+    p = nbs.add_parser("sync", help="rewrite banners, next cells and the README table from the catalog")
+    p.add_argument("--check", action="store_true", help="only report what is out of date (exit 1 if anything is)")
+    p.set_defaults(func=_notebooks_sync)
     return parser
 
 

@@ -1,0 +1,472 @@
+"""The notebook catalog: the single source for every notebook's banner and the README table.
+
+Each notebook opens with a banner (modes, time, live cost and billable resources, what it creates
+and where that is cleaned up, prerequisites, tested versions) and the README lists the same facts
+for the whole course. Both are rendered from the entries below, and `mtrl notebooks sync` writes
+them into the files, so the notebooks and the README cannot drift apart. Edit an entry here, run
+`mtrl notebooks sync`, commit both.
+
+Rules for the text:
+- Every number is either measured by this repository (offline times, from `mtrl notebooks run`)
+  or cited to its source ("AWS walkthrough" = the SageMaker AI multi-turn RL walkthrough with
+  Wordle). Token prices are not in our sources: never write one here.
+- Say "no charge" only where it is true (IAM, read-only calls, deletions).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from mtrl_course import config
+
+OFFLINE = "offline"
+LIVE = "live"
+CLEANUP_NOTEBOOK = "08"
+# The Python minor version the lock was resolved and the notebooks executed with
+# (environment.yml pins the same). Read from here, not from the running interpreter, so a banner
+# does not change with the machine that renders it.
+TESTED_PYTHON = "3.11"
+# Packages whose versions the banners and the bootstrap line report, in display order.
+KEY_PACKAGES = ("boto3", "sagemaker-train", "strands-agents", "bedrock-agentcore", "mlflow")
+LOCK_FILE = config.REPO_ROOT / "requirements.lock"
+OFFLINE_TESTED_ON = "Linux, 2 CPUs"
+# Set to a short description ("us-east-1, <month year>") once the live path has been run end to end.
+LIVE_TESTED_ON: str | None = None
+README_FILE = config.REPO_ROOT / "README.md"
+README_START = "<!-- notebooks:start -->"
+README_END = "<!-- notebooks:end -->"
+# The README line under the table: the whole course live, from the walkthrough's own run.
+COURSE_LIVE_TOTAL = (
+    "A full live run as in the AWS walkthrough: about $339 in training tokens and about $79 of "
+    "AgentCore runtime for the 100-step training job (12 h 40 min), plus about $1.20 in tokens "
+    "for the evaluation jobs. Token prices are on the SageMaker AI pricing page; the course "
+    "never assumes them."
+)
+NN_PATTERN = re.compile(r"^\d\d$")
+SLUG_PATTERN = re.compile(r"^[a-z0-9]+(?:_[a-z0-9]+)*$")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One notebook: what the banner and the README say about it."""
+
+    nn: str  # two digits, the order in the course
+    slug: str  # lower snake_case; the file is f"{nn}_{slug}.ipynb" and its figures f"{nn}_*.png"
+    title: str
+    summary: str  # one line: what the learner does
+    modes: tuple[str, ...]  # (OFFLINE, LIVE), or (OFFLINE,) when there is no live part
+    # Fresh-kernel offline run, measured with `mtrl notebooks run` on the 2-CPU machine;
+    # None until measured (the banner then says so).
+    offline_seconds: int | None
+    live_time: str | None  # None when there is no live part
+    live_cost: str | None
+    billable: tuple[str, ...] = ()  # billable resources in live mode
+    creates: tuple[str, ...] = ()  # what live mode creates and leaves behind
+    cleaned_up_in: str | None = None  # a notebook number, when `creates` is not empty
+    # A notebook number links to it; anything else is printed as written.
+    prerequisites: tuple[str, ...] = ()
+
+    @property
+    def filename(self) -> str:
+        return f"{self.nn}_{self.slug}.ipynb"
+
+    @property
+    def path(self) -> Path:
+        return config.NOTEBOOKS_DIR / self.filename
+
+    @property
+    def label(self) -> str:
+        return f"{self.nn} · {self.title}"
+
+    @property
+    def has_live_part(self) -> bool:
+        return LIVE in self.modes
+
+
+_AGENTCORE_RUNTIME = "AgentCore runtime: CPU and memory per second of active session (AgentCore pricing page)"
+_NO_LIVE_PART = (OFFLINE,)
+
+NOTEBOOKS: tuple[Entry, ...] = (
+    Entry(
+        nn="00",
+        slug="setup",
+        title="Setup and orientation",
+        summary="Check your environment, choose offline or live mode, and tour the system: "
+        "a Strands agent on AgentCore trained by the SageMaker AI multi-turn RL service.",
+        modes=(OFFLINE, LIVE),
+        offline_seconds=5,
+        live_time="not measured (read-only checks)",
+        live_cost="no charge: read-only checks of identity, Region and SDK versions",
+        prerequisites=(
+            "Python 3.10+ and the course environment (`make venv`, or `environment.yml` in SageMaker Studio)",
+            "live: AWS credentials and a Region with gpt-oss-20b (us-east-1 or us-west-2)",
+        ),
+    ),
+    Entry(
+        nn="01",
+        slug="iam_roles",
+        title="IAM roles",
+        summary="Create the training job role (trusted by job.sagemaker.amazonaws.com with "
+        "sts:TagSession) and see what the agent's runtime role needs.",
+        modes=(OFFLINE, LIVE),
+        offline_seconds=5,
+        live_time="not measured (IAM calls only)",
+        live_cost="no charge: IAM roles are not billed (AWS walkthrough)",
+        creates=("IAM role for training jobs (AmazonSageMakerJobFullAccess)",),
+        cleaned_up_in=CLEANUP_NOTEBOOK,
+        prerequisites=("00", "live: permission to create IAM roles"),
+    ),
+    Entry(
+        nn="02",
+        slug="deploy_the_agent",
+        title="Deploy the agent",
+        summary="Deploy the Wordle agent (environment, tool and reward in one module) to "
+        "Amazon Bedrock AgentCore with the AgentCore CLI.",
+        modes=(OFFLINE, LIVE),
+        offline_seconds=15,
+        live_time="not measured: the CLI builds about 700 MB of Linux ARM64 dependencies, "
+        "then deploys through CloudFormation (AWS walkthrough)",
+        live_cost="price not in our sources: the runtime bills only while sessions run "
+        "(AgentCore pricing page); deploying starts none",
+        billable=(_AGENTCORE_RUNTIME,),
+        creates=(
+            "AgentCore runtime",
+            "its execution role (AmazonSageMakerJobRuntimeAccess)",
+            "the CloudFormation stack that holds them",
+        ),
+        cleaned_up_in=CLEANUP_NOTEBOOK,
+        prerequisites=("01", "live: Node 20+, uv and the AgentCore CLI (`npm install -g @aws/agentcore`)"),
+    ),
+    Entry(
+        nn="03",
+        slug="verify_the_runtime",
+        title="Verify the runtime",
+        summary="Invoke the deployed runtime with a service-shaped payload before spending GPU "
+        'time: the expected answer is {"reward": -1.5}, and each failure in the diagnosis table '
+        "is reproduced offline.",
+        modes=(OFFLINE, LIVE),
+        offline_seconds=10,
+        live_time="not measured (a few invocations)",
+        live_cost="two short AgentCore sessions (price not in our sources); no tokens, because "
+        "the fake job is refused before any sampling",
+        billable=(_AGENTCORE_RUNTIME,),
+        prerequisites=("02",),
+    ),
+    Entry(
+        nn="04",
+        slug="dataset",
+        title="Dataset",
+        summary="Build the 640/128 task split (each row carries only the secret word), validate "
+        "it the way the service reads it, and upload it to S3.",
+        modes=(OFFLINE, LIVE),
+        offline_seconds=7,
+        live_time="not measured (two small uploads)",
+        live_cost="S3 storage and requests for two small files (standard S3 rates; not in our sources)",
+        billable=("S3 storage",),
+        creates=(
+            "the course bucket (mtrl-wordle-<account>-<region>), or your MTRL_BUCKET",
+            "the training and validation files in it, under the course prefix",
+        ),
+        cleaned_up_in=CLEANUP_NOTEBOOK,
+        prerequisites=("00", "live: permission to create an S3 bucket in the agent's Region (or MTRL_BUCKET naming one)"),
+    ),
+    Entry(
+        nn="05",
+        slug="launch_training",
+        title="Launch training",
+        summary="Start a multi-turn RL job with MultiTurnRLTrainer against the agent; offline, "
+        "a small stand-in policy really trains on your machine.",
+        modes=(OFFLINE, LIVE),
+        offline_seconds=None,
+        live_time="about 12 h 40 min for the walkthrough's 100-step run (AWS walkthrough); "
+        "a lab can attach to a job started earlier",
+        live_cost="about $339 in training tokens and about $79 of AgentCore runtime for the "
+        "walkthrough's 100-step run (AWS walkthrough)",
+        billable=(
+            "SageMaker AI tokens: prefill, sample and train, per million, per base model "
+            "(SageMaker AI pricing page)",
+            _AGENTCORE_RUNTIME,
+        ),
+        creates=(
+            "the training job (billing stops when it ends)",
+            "an MLflow app, if you have none",
+            "S3 objects and model-package groups made by the trainer",
+            "the output model package (not billed)",
+        ),
+        cleaned_up_in=CLEANUP_NOTEBOOK,
+        prerequisites=("03", "04", "live: an MLflow app, or permission to create one"),
+    ),
+    Entry(
+        nn="06",
+        slug="monitor_in_mlflow",
+        title="Monitor in MLflow",
+        summary="Read reward, token and turn metrics from MLflow, watch val/reward/pass_at_1, "
+        "and follow one traced game.",
+        modes=(OFFLINE, LIVE),
+        offline_seconds=None,
+        live_time="not measured (reading only; the job itself runs for hours)",
+        live_cost="nothing beyond notebook 05's job: this notebook only reads metrics",
+        prerequisites=("05",),
+    ),
+    Entry(
+        nn="07",
+        slug="evaluate_at_serving_settings",
+        title="Evaluate at serving settings",
+        summary="Evaluate the base and trained models at the temperature and reasoning effort "
+        "you will serve at, with MultiTurnRLEvaluator.",
+        modes=(OFFLINE, LIVE),
+        offline_seconds=None,
+        live_time="about an hour for the walkthrough's evaluation jobs, 4 to 7 min per "
+        "128-word job, one at a time (AWS walkthrough)",
+        live_cost="about $1.20 in tokens for the walkthrough's evaluation jobs (AWS walkthrough), "
+        "plus AgentCore runtime",
+        billable=(
+            "SageMaker AI tokens for the evaluation rollouts (SageMaker AI pricing page)",
+            _AGENTCORE_RUNTIME,
+        ),
+        creates=(
+            "evaluation jobs (billing stops when they end)",
+            "the evaluator's SageMaker pipeline",
+        ),
+        cleaned_up_in=CLEANUP_NOTEBOOK,
+        prerequisites=("05", "live: a finished training job (yours, or one your instructor started)"),
+    ),
+    Entry(
+        nn="08",
+        slug="clean_up",
+        title="Clean up",
+        summary="Find everything the course created, by tag and name prefix, list it, then "
+        "delete it after confirmation: AgentCore runtime, MLflow app, S3 objects, and optionally "
+        "roles and model packages.",
+        modes=(OFFLINE, LIVE),
+        offline_seconds=6,
+        live_time="not measured",
+        live_cost="no charge: it only deletes, which ends the runtime, MLflow app and S3 charges",
+        prerequisites=("any notebook you ran live",),
+    ),
+    Entry(
+        nn="09",
+        slug="designing_the_reward",
+        title="Deep dive: designing the reward",
+        summary="Why a summed per-guess reward paid lost games and ranked fast solves below slow "
+        "ones, and how an outcome-dominant reward with clipped shaping fixes both.",
+        modes=_NO_LIVE_PART,
+        offline_seconds=None,
+        live_time=None,
+        live_cost=None,
+        prerequisites=("00",),
+    ),
+    Entry(
+        nn="10",
+        slug="what_went_wrong",
+        title="Deep dive: what went wrong",
+        summary="Reproduce the walkthrough's failures in the order you would hit them (tokens "
+        "under concurrency, rollouts that never sample, tool calls drifting into text, the "
+        "plateau) and their fixes.",
+        modes=_NO_LIVE_PART,
+        offline_seconds=None,
+        live_time=None,
+        live_cost=None,
+        prerequisites=("05",),
+    ),
+    Entry(
+        nn="11",
+        slug="custom_composite_rewards",
+        title="Bonus: custom composite rewards with Nova Forge",
+        summary="Build a weighted composite reward (correctness, asking first, penalties) and "
+        "the per-component checks that catch dead or saturated reward channels.",
+        modes=_NO_LIVE_PART,
+        offline_seconds=None,
+        live_time=None,
+        live_cost=None,
+        prerequisites=("09",),
+    ),
+)
+
+_BY_NN = {entry.nn: entry for entry in NOTEBOOKS}
+
+
+def get(nn: str) -> Entry:
+    """The catalog entry for notebook `nn` ("05"); KeyError naming the known numbers otherwise."""
+    try:
+        return _BY_NN[nn]
+    except KeyError:
+        known = ", ".join(_BY_NN)
+        raise KeyError(f"no notebook {nn!r} in the catalog (agent_src/mtrl_course/catalog.py); known: {known}") from None
+
+
+def problems() -> list[str]:
+    """Everything malformed in the catalog (empty when it is well formed)."""
+    found = []
+    numbers = [entry.nn for entry in NOTEBOOKS]
+    if numbers != sorted(numbers) or len(set(numbers)) != len(numbers):
+        found.append(f"notebook numbers must be unique and in order: {numbers}")
+    for entry in NOTEBOOKS:
+        where = f"catalog entry {entry.nn!r}"
+        if not NN_PATTERN.match(entry.nn):
+            found.append(f"{where}: number must be two digits")
+        if not SLUG_PATTERN.match(entry.slug):
+            found.append(f"{where}: slug {entry.slug!r} must be lower snake_case")
+        if not entry.title.strip() or not entry.summary.strip():
+            found.append(f"{where}: title and summary must not be empty")
+        if "\n" in entry.summary:
+            found.append(f"{where}: the summary must be one line")
+        if not entry.modes or entry.modes[0] != OFFLINE or set(entry.modes) - {OFFLINE, LIVE}:
+            found.append(f"{where}: modes must be (offline,) or (offline, live), got {entry.modes}")
+        if entry.has_live_part and not (entry.live_time and entry.live_cost):
+            found.append(f"{where}: a live notebook needs live_time and live_cost")
+        if not entry.has_live_part and (entry.live_time or entry.live_cost or entry.billable or entry.creates):
+            found.append(f"{where}: an offline-only notebook has no live time, cost or resources")
+        if entry.creates and entry.cleaned_up_in not in _BY_NN:
+            found.append(f"{where}: it creates resources, so cleaned_up_in must name a notebook")
+        if entry.cleaned_up_in is not None and entry.cleaned_up_in < entry.nn:
+            found.append(f"{where}: cleaned up in {entry.cleaned_up_in}, which comes before it")
+        if entry.offline_seconds is not None and entry.offline_seconds <= 0:
+            found.append(f"{where}: offline_seconds must be positive")
+        for prerequisite in entry.prerequisites:
+            if NN_PATTERN.match(prerequisite) and prerequisite not in _BY_NN:
+                found.append(f"{where}: prerequisite {prerequisite} is not a notebook")
+            if NN_PATTERN.match(prerequisite) and prerequisite >= entry.nn:
+                found.append(f"{where}: prerequisite {prerequisite} does not come before it")
+        for text in filter(None, (entry.live_time, entry.live_cost, *entry.billable, *entry.creates)):
+            if "$" in text and "walkthrough" not in text.lower():
+                found.append(f"{where}: a dollar figure needs its source (the AWS walkthrough): {text!r}")
+    missing = set(KEY_PACKAGES) - set(locked_versions())
+    if missing:
+        found.append(f"{LOCK_FILE.name} does not pin {sorted(missing)}")
+    return found
+
+
+# ----------------------------------------------------------------------------------- versions
+@cache
+def locked_versions() -> dict[str, str]:
+    """`name -> version` for the key packages, read from requirements.lock (the tested versions).
+
+    The lock, not the running environment, so a banner reads the same on every machine.
+    """
+    pins = {}
+    for line in LOCK_FILE.read_text(encoding="utf-8").splitlines():
+        name, sep, version = line.split("#")[0].strip().partition("==")
+        if sep:
+            pins[_normalise(name)] = version.split(";")[0].strip()
+    return {name: pins[_normalise(name)] for name in KEY_PACKAGES if _normalise(name) in pins}
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def tested_with() -> str:
+    packages = ", ".join(f"{name} {version}" for name, version in locked_versions().items())
+    live = f"live path on {LIVE_TESTED_ON}" if LIVE_TESTED_ON else "live path not yet run end to end by the course team"
+    return (
+        f"Python {TESTED_PYTHON}, {packages} (pinned in `requirements.lock`); "
+        f"offline path on {OFFLINE_TESTED_ON}; {live}"
+    )
+
+
+# ---------------------------------------------------------------------------------- renderers
+def format_offline_time(seconds: int | None) -> str:
+    if seconds is None:
+        return "not yet measured"
+    if seconds < 60:
+        return "under 1 min"
+    return f"about {round(seconds / 60)} min"
+
+
+def _link(nn: str, relative_to_notebooks: bool = True) -> str:
+    entry = get(nn)
+    target = entry.filename if relative_to_notebooks else f"notebooks/{entry.filename}"
+    return f"[{entry.label}]({target})"
+
+
+def _prerequisites(entry: Entry) -> str:
+    if not entry.prerequisites:
+        return "none"
+    return "; ".join(_link(p) if NN_PATTERN.match(p) else p for p in entry.prerequisites)
+
+
+def _creates(entry: Entry) -> str:
+    if not entry.has_live_part:
+        return "nothing on AWS"
+    if not entry.creates:
+        return "nothing"
+    where = "this notebook's clean-up section" if entry.cleaned_up_in == entry.nn else _link(entry.cleaned_up_in)
+    return "; ".join(entry.creates) + f". Cleaned up in {where}"
+
+
+def banner_markdown(nn: str) -> str:
+    """The first cell of notebook `nn`: title, summary and the banner (tagged "banner" in the file)."""
+    entry = get(nn)
+    offline_time = format_offline_time(entry.offline_seconds)
+    if entry.offline_seconds is not None:
+        offline_time += " in a fresh kernel"
+    if entry.has_live_part:
+        modes = "offline (the default, no AWS account) and live (`MTRL_MODE=live`, your AWS account)"
+        time = f"offline: {offline_time}; live: {entry.live_time}"
+        cost = entry.live_cost
+        billable = "; ".join(entry.billable) or "none"
+    else:
+        modes = "offline only: it runs locally and calls no AWS service, whatever the mode"
+        time = f"offline: {offline_time}"
+        cost = "no charge: no live part"
+        billable = "none"
+    lines = [
+        f"# {entry.label}",
+        "",
+        entry.summary,
+        "",
+        f"- **Modes:** {modes}",
+        f"- **Time:** {time}",
+        f"- **Live cost:** {cost}",
+        f"- **Billable resources (live):** {billable}",
+        f"- **Creates (live):** {_creates(entry)}",
+        f"- **Prerequisites:** {_prerequisites(entry)}",
+        f"- **Tested with:** {tested_with()}",
+        "",
+        "*Generated from `agent_src/mtrl_course/catalog.py` by `mtrl notebooks sync`: "
+        "edit the catalog, not this cell.*",
+    ]
+    return "\n".join(lines)
+
+
+def next_markdown(nn: str) -> str:
+    """The closing "next notebook" cell of notebook `nn` (tagged "next" in the file)."""
+    position = [entry.nn for entry in NOTEBOOKS].index(get(nn).nn)
+    if position + 1 == len(NOTEBOOKS):
+        return "**Next:** this is the last notebook. The [README](../README.md) lists them all."
+    following = NOTEBOOKS[position + 1]
+    return f"**Next:** {_link(following.nn)}: {following.summary}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def readme_table() -> str:
+    """The README's notebook table (the text between the notebooks markers)."""
+    lines = [
+        "| # | notebook | what you do | offline | live time | live cost |",
+        "|---|---|---|---|---|---|",
+    ]
+    for entry in NOTEBOOKS:
+        live_time = entry.live_time if entry.has_live_part else "no live part"
+        live_cost = entry.live_cost if entry.has_live_part else "no charge"
+        # A notebook that is not written yet is listed without a link, so the table never
+        # points at a missing file.
+        written = (config.NOTEBOOKS_DIR / entry.filename).is_file()
+        title = f"[{entry.title}](notebooks/{entry.filename})" if written else f"{entry.title} (in preparation)"
+        cells = (
+            entry.nn,
+            title,
+            entry.summary,
+            format_offline_time(entry.offline_seconds),
+            live_time,
+            live_cost,
+        )
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    lines += ["", COURSE_LIVE_TOTAL, "", f"Tested with: {tested_with()}."]
+    return "\n".join(lines)

@@ -1,0 +1,831 @@
+"""The two IAM roles of a multi-turn RL job, the caller's permissions, and how each goes wrong.
+
+Step 1 of the walkthrough. Two roles take part in every rollout:
+
+- the **training job role**, which you create: the service assumes it to read your data, write
+  metrics to MLflow and invoke your agent. It must trust `job.sagemaker.amazonaws.com` (not the
+  generic `sagemaker.amazonaws.com`) with both `sts:AssumeRole` and `sts:TagSession`, and carry
+  the AWS managed policy `AmazonSageMakerJobFullAccess`;
+- the **agent runtime role**, which `agentcore deploy` creates: AgentCore assumes it to run the
+  agent, which then calls the policy model and reports rewards. It trusts
+  `bedrock-agentcore.amazonaws.com` and needs `AmazonSageMakerJobRuntimeAccess`.
+
+You, the caller, also need `iam:PassRole` on the job role, limited to the job service by the
+condition `iam:PassedToService`, plus the job actions (CreateJob, DescribeJob, ...).
+
+The same functions run live and offline: offline, `aws.session()` answers IAM calls from moto.
+moto's copies of AWS managed policies are not loaded by default, so offline the managed policies
+are replaced by customer-managed stand-ins of the same name, under the path
+`/aws-managed-stand-in/` of the moto account, holding moto's copy of the AWS document; every
+report says so. Names carry the course prefix and a run id; everything created is tagged
+(course, run_id, notebook) so notebook 08 can find it. Account IDs are masked in reports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import functools
+import json
+import os
+import re
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mtrl_course import config
+
+# --- principals and actions (aws-docs.md §3.4 and §4) ------------------------------------------
+
+JOB_SERVICE = "job.sagemaker.amazonaws.com"
+# The principal learners reach for first; CreateJob cannot assume a role that trusts only this.
+GENERIC_SAGEMAKER_SERVICE = "sagemaker.amazonaws.com"
+RUNTIME_SERVICE = "bedrock-agentcore.amazonaws.com"
+# The service tags the sessions it opens with the job role; without sts:TagSession it cannot
+# assume the role even when the principal is right.
+JOB_TRUST_ACTIONS = ("sts:AssumeRole", "sts:TagSession")
+RUNTIME_TRUST_ACTIONS = ("sts:AssumeRole",)
+POLICY_VERSION = "2012-10-17"
+
+JOB_POLICY_NAME = "AmazonSageMakerJobFullAccess"
+RUNTIME_POLICY_NAME = "AmazonSageMakerJobRuntimeAccess"
+AWS_MANAGED_POLICY_ARN = "arn:aws:iam::aws:policy/{name}"
+# Offline stand-ins for AWS managed policies live under this path, so nobody mistakes them for
+# the real thing and clean-up can find them.
+STAND_IN_POLICY_PATH = "/aws-managed-stand-in/"
+
+# The caller's permissions for MTRL jobs (dg/model-customize-mtrl-prereqs.html).
+PASS_ROLE_ACTION = "iam:PassRole"
+PASSED_TO_SERVICE_KEY = "iam:PassedToService"
+JOB_RESOURCE_ACTIONS = ("sagemaker:CreateJob", "sagemaker:DescribeJob", "sagemaker:StopJob", "sagemaker:DeleteJob")
+JOB_LIST_ACTIONS = ("sagemaker:ListJobs", "sagemaker:ListJobSchemaVersions", "sagemaker:DescribeJobSchemaVersion")
+JOB_RESOURCE_PATTERN = "arn:aws:sagemaker:*:*:job/*"
+
+# --- names and tags ------------------------------------------------------------------------------
+
+NAME_PREFIX = "mtrl-wordle"
+JOB_ROLE_KIND = "job-role"
+RUNTIME_ROLE_KIND = "runtime-role"
+WRONG_PRINCIPAL_KIND = "wrong-principal"
+RUN_ID_ENV_VAR = "MTRL_RUN_ID"
+RUN_ID_FILE = config.STATE_DIR / "run_id"
+# Offline runs use one fixed id, so names (and the committed outputs showing them) never change.
+OFFLINE_RUN_ID = "offline"
+RUN_ID_BYTES = 3  # six hex digits: short enough for IAM's 64-character role names
+RUN_ID_PATTERN = re.compile(r"^[a-z0-9]{1,12}$")
+MAX_ROLE_NAME = 64
+TAG_COURSE, TAG_RUN_ID, TAG_NOTEBOOK = "course", "run_id", "notebook"
+DEFAULT_NOTEBOOK = "01"
+
+# --- the wrong-principal demonstration -----------------------------------------------------------
+
+JOB_CATEGORY = "AgentRFT"
+JOB_SCHEMA_VERSION = "1.0.0"
+# The walkthrough's report: the message names the right principal only after the third retry.
+WRONG_PRINCIPAL_ATTEMPTS = 3
+BASE_MODEL_ID = "openai-reasoning-gpt-oss-20b"
+
+# --- masking ----------------------------------------------------------------------------------------
+
+# Placeholders that belong to nobody; every other 12-digit account is masked before printing.
+PLACEHOLDER_ACCOUNTS = frozenset({config.PLACEHOLDER_ACCOUNT, config.MOTO_ACCOUNT})
+ACCOUNT_ID = re.compile(r"(?<!\d)\d{12}(?!\d)")
+MASK_KEEP = 4
+
+# IAM's "not found" error, as moto and AWS spell it.
+NOT_FOUND_CODES = ("NoSuchEntity", "NoSuchEntityException")
+
+
+def mask_account(text: str) -> str:
+    """`text` with every real-looking 12-digit account ID masked to its last four digits.
+
+    The course placeholders (111122223333, moto's 123456789012) stay readable: they belong to
+    nobody, and offline outputs show them on purpose.
+    """
+
+    def mask(match: re.Match[str]) -> str:
+        account = match.group(0)
+        if account in PLACEHOLDER_ACCOUNTS:
+            return account
+        return "*" * (len(account) - MASK_KEEP) + account[-MASK_KEEP:]
+
+    return ACCOUNT_ID.sub(mask, str(text))
+
+
+# --- run id, names, tags -----------------------------------------------------------------------------
+
+
+def run_id() -> str:
+    """This learner's run id: short, stable across sessions, part of every resource name.
+
+    `MTRL_RUN_ID` wins if set. Offline it is always "offline". Live it is read from
+    `.state/run_id`, created on first use with six random hex digits.
+    """
+    given = os.environ.get(RUN_ID_ENV_VAR, "").strip().lower()
+    if given:
+        if not RUN_ID_PATTERN.match(given):
+            raise ValueError(f"{RUN_ID_ENV_VAR}={given!r} must be 1 to 12 lowercase letters or digits")
+        return given
+    if not config.is_live():
+        return OFFLINE_RUN_ID
+    if RUN_ID_FILE.is_file():
+        stored = RUN_ID_FILE.read_text(encoding="utf-8").strip()
+        if RUN_ID_PATTERN.match(stored):
+            return stored
+    fresh = secrets.token_hex(RUN_ID_BYTES)
+    RUN_ID_FILE.parent.mkdir(parents=True, exist_ok=True)
+    RUN_ID_FILE.write_text(fresh + "\n", encoding="utf-8")
+    return fresh
+
+
+def resource_name(kind: str, run: str | None = None) -> str:
+    """`mtrl-wordle-<kind>-<run id>`, e.g. mtrl-wordle-job-role-offline."""
+    name = f"{NAME_PREFIX}-{kind}-{run or run_id()}"
+    if len(name) > MAX_ROLE_NAME:
+        raise ValueError(f"resource name {name!r} is longer than IAM's {MAX_ROLE_NAME} characters")
+    return name
+
+
+def course_tags(notebook: str = DEFAULT_NOTEBOOK, run: str | None = None) -> list[dict[str, str]]:
+    """The tags every course resource carries, in the shape IAM, S3 and SageMaker take."""
+    return [
+        {"Key": TAG_COURSE, "Value": config.COURSE_TAG},
+        {"Key": TAG_RUN_ID, "Value": run or run_id()},
+        {"Key": TAG_NOTEBOOK, "Value": notebook},
+    ]
+
+
+# --- policy documents ----------------------------------------------------------------------------------
+
+
+def trust_policy(service: str, actions: Sequence[str]) -> dict[str, Any]:
+    """A trust policy letting one AWS service principal assume the role with `actions`."""
+    return {
+        "Version": POLICY_VERSION,
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": service}, "Action": list(actions)}
+        ],
+    }
+
+
+def job_role_trust_policy() -> dict[str, Any]:
+    """The training job role's trust policy: job.sagemaker.amazonaws.com (AssumeRole, TagSession).
+
+    A second statement also trusts sagemaker.amazonaws.com. The service never uses it, but
+    sagemaker-train's `MultiTurnRLTrainer.train()` (1.27) checks the role's trust policy for that
+    principal before it calls CreateJob and raises `RoleValidationError` without it (measured
+    offline against the SDK's own resolver). Trusting only the generic principal is the opposite
+    mistake: the SDK is happy and CreateJob fails with "Could not assume role".
+    """
+    document = trust_policy(JOB_SERVICE, JOB_TRUST_ACTIONS)
+    document["Statement"].append(
+        {"Effect": "Allow", "Principal": {"Service": GENERIC_SAGEMAKER_SERVICE}, "Action": ["sts:AssumeRole"]}
+    )
+    return document
+
+
+def runtime_role_trust_policy() -> dict[str, Any]:
+    """The agent runtime role's trust policy: bedrock-agentcore.amazonaws.com, AssumeRole."""
+    return trust_policy(RUNTIME_SERVICE, RUNTIME_TRUST_ACTIONS)
+
+
+def caller_passrole_policy(job_role_arn: str) -> dict[str, Any]:
+    """What the person (or notebook role) launching jobs needs: PassRole on the job role, and the job actions.
+
+    The PassRole statement is conditioned on `iam:PassedToService`, so the role can be handed
+    to the MTRL job service and to nothing else.
+    """
+    if not job_role_arn.startswith("arn:") or ":role/" not in job_role_arn:
+        raise ValueError(f"job_role_arn must be an IAM role ARN (arn:aws:iam::<account>:role/<name>), got {job_role_arn!r}")
+    return {
+        "Version": POLICY_VERSION,
+        "Statement": [
+            {
+                "Sid": "PassTheJobRoleToMtrlJobsOnly",
+                "Effect": "Allow",
+                "Action": PASS_ROLE_ACTION,
+                "Resource": job_role_arn,
+                "Condition": {"StringEquals": {PASSED_TO_SERVICE_KEY: JOB_SERVICE}},
+            },
+            {
+                "Sid": "ManageMtrlJobs",
+                "Effect": "Allow",
+                "Action": list(JOB_RESOURCE_ACTIONS),
+                "Resource": JOB_RESOURCE_PATTERN,
+            },
+            {"Sid": "ListMtrlJobs", "Effect": "Allow", "Action": list(JOB_LIST_ACTIONS), "Resource": "*"},
+        ],
+    }
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, (str, dict)) else list(value)
+
+
+def _statements(document: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [s for s in _as_list(document.get("Statement")) if isinstance(s, Mapping)]
+
+
+def _action_matches(patterns: Sequence[str], action: str) -> bool:
+    # IAM action names are case-insensitive; wildcards * and ? as in fnmatch.
+    return any(fnmatch.fnmatchcase(action.lower(), str(p).lower()) for p in patterns)
+
+
+def trust_problems(document: Mapping[str, Any] | str, service: str, actions: Sequence[str]) -> list[str]:
+    """What stops `service` from assuming a role with this trust policy (empty when nothing does).
+
+    Reads Allow statements only and ignores conditions: a trust policy for an AWS service has
+    none, and this check is for the two course roles, not for IAM in general.
+    """
+    if isinstance(document, str):
+        document = json.loads(document)
+    trusting = []
+    for statement in _statements(document):
+        if statement.get("Effect") != "Allow":
+            continue
+        principal = statement.get("Principal") or {}
+        services = _as_list(principal.get("Service")) if isinstance(principal, Mapping) else []
+        if service in services:
+            trusting.append(statement)
+    if not trusting:
+        found = sorted({s for st in _statements(document) for s in _as_list((st.get("Principal") or {}).get("Service"))})
+        return [f"it does not trust {service} (it trusts {', '.join(found) or 'no service'})"]
+    allowed = [a for st in trusting for a in _as_list(st.get("Action"))]
+    missing = [a for a in actions if not _action_matches(allowed, a)]
+    if missing:
+        return [f"it trusts {service} but does not allow {', '.join(missing)}"]
+    return []
+
+
+# --- a small policy evaluator (for the caller policy, offline) ------------------------------------
+
+ALLOWED, EXPLICIT_DENY, IMPLICIT_DENY = "allowed", "explicitDeny", "implicitDeny"
+
+
+def _condition_holds(operator: str, key: str, expected: Any, context: Mapping[str, Sequence[str]]) -> bool:
+    values = [str(v) for v in context.get(key, ())]
+    wanted = [str(v) for v in _as_list(expected)]
+    base = operator.removesuffix("IfExists")
+    if not values:
+        # A missing key satisfies only the negated operators and the ...IfExists forms.
+        return operator.endswith("IfExists") or base.endswith(("NotEquals", "NotLike"))
+    if base in ("StringEquals", "ArnEquals"):
+        return any(v in wanted for v in values)
+    if base == "StringEqualsIgnoreCase":
+        return any(v.lower() in {w.lower() for w in wanted} for v in values)
+    if base in ("StringLike", "ArnLike"):
+        return any(fnmatch.fnmatchcase(v, w) for v in values for w in wanted)
+    if base in ("StringNotEquals", "ArnNotEquals"):
+        return all(v not in wanted for v in values)
+    if base in ("StringNotLike", "ArnNotLike"):
+        return not any(fnmatch.fnmatchcase(v, w) for v in values for w in wanted)
+    if base == "Bool":
+        return any(v.lower() in {w.lower() for w in wanted} for v in values)
+    raise ValueError(f"condition operator {operator!r} is not supported by the course's policy evaluator")
+
+
+def _statement_applies(
+    statement: Mapping[str, Any], action: str, resource: str, context: Mapping[str, Sequence[str]]
+) -> bool:
+    if "NotAction" in statement:
+        if _action_matches(_as_list(statement["NotAction"]), action):
+            return False
+    elif not _action_matches(_as_list(statement.get("Action")), action):
+        return False
+    if "NotResource" in statement:
+        if any(fnmatch.fnmatchcase(resource, str(p)) for p in _as_list(statement["NotResource"])):
+            return False
+    elif not any(fnmatch.fnmatchcase(resource, str(p)) for p in _as_list(statement.get("Resource", "*"))):
+        return False
+    for operator, block in (statement.get("Condition") or {}).items():
+        for key, expected in block.items():
+            if not _condition_holds(operator, key, expected, context):
+                return False
+    return True
+
+
+def evaluate_policy(
+    documents: Sequence[Mapping[str, Any]],
+    action: str,
+    resource: str,
+    context: Mapping[str, Sequence[str]] | None = None,
+) -> str:
+    """IAM's decision for one request against identity policies: allowed, explicitDeny or implicitDeny.
+
+    Covers what the course's policies use: Allow/Deny, Action/NotAction and Resource/NotResource
+    with wildcards, and the String, Arn and Bool condition operators (with ...IfExists). It is not
+    IAM: no policy variables, no boundaries, no SCPs, no resource policies. An unsupported
+    operator raises ValueError rather than guessing.
+    """
+    context = context or {}
+    decision = IMPLICIT_DENY
+    for document in documents:
+        for statement in _statements(document):
+            if not _statement_applies(statement, action, resource, context):
+                continue
+            if statement.get("Effect") == "Deny":
+                return EXPLICIT_DENY
+            if statement.get("Effect") == "Allow":
+                decision = ALLOWED
+    return decision
+
+
+# --- sessions and the stand-in policies ---------------------------------------------------------------
+
+
+def _session(session: Any | None) -> Any:
+    if session is not None:
+        return session
+    from mtrl_course import aws
+
+    return aws.session()
+
+
+def _account(session: Any) -> str:
+    return session.client("sts").get_caller_identity()["Account"]
+
+
+def _error_code(error: Exception) -> str:
+    response = getattr(error, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", type(error).__name__))
+
+
+@functools.cache
+def _moto_managed_policies() -> dict[str, Any]:
+    # 4.7 MB of JSON (0.7 s to parse): read once per process.
+    from moto.iam.aws_managed_policies import aws_managed_policies_data
+
+    return json.loads(aws_managed_policies_data)
+
+
+def _stand_in_document(name: str) -> tuple[dict[str, Any], str]:
+    """moto's copy of an AWS managed policy document, and where it came from."""
+    copies = _moto_managed_policies()
+    if name not in copies:
+        raise KeyError(
+            f"moto has no copy of the AWS managed policy {name}; upgrade moto (requirements.lock pins one that has it)"
+        )
+    entry = copies[name]
+    return entry["Document"], f"moto's copy of the AWS document, version {entry.get('DefaultVersionId', '?')}"
+
+
+def managed_policy_arn(iam: Any, name: str, *, account: str, tags: list[dict[str, str]]) -> tuple[str, str | None]:
+    """The ARN to attach for AWS managed policy `name`, and a note when it is an offline stand-in.
+
+    Live: the AWS managed policy itself. Offline: the AWS ARN if moto loaded its managed
+    policies, else a customer-managed policy of the same name under STAND_IN_POLICY_PATH (created
+    once, with moto's copy of the AWS document).
+    """
+    aws_arn = AWS_MANAGED_POLICY_ARN.format(name=name)
+    if config.is_live():
+        return aws_arn, None
+    try:
+        iam.get_policy(PolicyArn=aws_arn)
+        return aws_arn, None
+    except Exception as error:
+        if _error_code(error) not in NOT_FOUND_CODES:
+            raise
+    stand_in_arn = f"arn:aws:iam::{account}:policy{STAND_IN_POLICY_PATH}{name}"
+    document, source = _stand_in_document(name)
+    try:
+        iam.get_policy(PolicyArn=stand_in_arn)
+    except Exception as error:
+        if _error_code(error) not in NOT_FOUND_CODES:
+            raise
+        iam.create_policy(
+            PolicyName=name,
+            Path=STAND_IN_POLICY_PATH,
+            PolicyDocument=json.dumps(document),
+            Description=f"Offline stand-in for the AWS managed policy {name} ({source})",
+            Tags=tags,
+        )
+    note = (
+        f"offline stand-in: moto does not load AWS managed policies, so {name} is a customer-managed "
+        f"policy of the same name in the moto account ({source})"
+    )
+    return stand_in_arn, note
+
+
+# --- role reports ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RoleReport:
+    """What a role is and whether it is fit for its job; `as_rows()` for a notebook table."""
+
+    purpose: str
+    name: str
+    arn: str | None
+    exists: bool
+    trusted_services: tuple[str, ...] = ()
+    trust_actions: tuple[str, ...] = ()
+    policies: tuple[str, ...] = ()
+    created: bool = False
+    problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        return self.exists and not self.problems
+
+    def as_rows(self) -> dict[str, str]:
+        """item -> value, account IDs masked."""
+        rows = {
+            "role": self.purpose,
+            "name": self.name,
+            "ARN": self.arn or "-",
+            "status": ("created now" if self.created else "exists") if self.exists else "does not exist yet",
+            "trusted service": ", ".join(self.trusted_services) or "-",
+            "trust actions": ", ".join(self.trust_actions) or "-",
+            "policies": ", ".join(self.policies) or "-",
+            "fit for the job": "yes" if self.ok else "no: " + "; ".join(self.problems or ("role missing",)),
+        }
+        return {key: mask_account(value) for key, value in rows.items()}
+
+
+def _read_role(iam: Any, name: str) -> dict[str, Any] | None:
+    try:
+        return iam.get_role(RoleName=name)["Role"]
+    except Exception as error:
+        if _error_code(error) in NOT_FOUND_CODES:
+            return None
+        raise
+
+
+def _trust_document(role: Mapping[str, Any]) -> dict[str, Any]:
+    document = role.get("AssumeRolePolicyDocument") or {}
+    if isinstance(document, str):
+        from urllib.parse import unquote
+
+        document = json.loads(unquote(document))
+    return document
+
+
+def _attached(iam: Any, name: str) -> list[str]:
+    return [p["PolicyArn"] for p in iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]]
+
+
+def _describe(iam: Any, purpose: str, name: str, service: str, actions: Sequence[str], policy_name: str,
+              *, created: bool, notes: Sequence[str]) -> RoleReport:
+    role = _read_role(iam, name)
+    if role is None:
+        return RoleReport(purpose, name, None, False, notes=tuple(notes))
+    trust = _trust_document(role)
+    problems = trust_problems(trust, service, actions)
+    policies = _attached(iam, name)
+    if not any(arn.endswith("/" + policy_name) for arn in policies):
+        problems.append(f"the policy {policy_name} is not attached")
+    services = sorted({s for st in _statements(trust) for s in _as_list((st.get("Principal") or {}).get("Service"))})
+    trust_actions = sorted({a for st in _statements(trust) for a in _as_list(st.get("Action"))})
+    return RoleReport(
+        purpose, name, role["Arn"], True, tuple(services), tuple(trust_actions),
+        tuple(policies), created, tuple(problems), tuple(notes),
+    )
+
+
+def _ensure_role(session: Any, purpose: str, name: str, service: str, actions: Sequence[str], policy_name: str,
+                 notebook: str, wanted_trust: dict[str, Any] | None = None) -> RoleReport:
+    iam = session.client("iam")
+    tags = course_tags(notebook)
+    created = False
+    notes: list[str] = []
+    role = _read_role(iam, name)
+    wanted_trust = wanted_trust or trust_policy(service, actions)
+    if role is None:
+        iam.create_role(
+            RoleName=name,
+            AssumeRolePolicyDocument=json.dumps(wanted_trust),
+            Description=f"{purpose} for the multi-turn RL Wordle course",
+            Tags=tags,
+        )
+        created = True
+    elif trust_problems(_trust_document(role), service, actions) or _missing_principals(
+        _trust_document(role), wanted_trust
+    ):
+        # A role left over from an earlier attempt with the generic principal: fix it in place.
+        iam.update_assume_role_policy(RoleName=name, PolicyDocument=json.dumps(wanted_trust))
+        notes.append(f"trust policy replaced: it did not let {service} assume the role")
+    policy_arn, note = managed_policy_arn(iam, policy_name, account=_account(session), tags=tags)
+    if note:
+        notes.append(note)
+    if policy_arn not in _attached(iam, name):
+        iam.attach_role_policy(RoleName=name, PolicyArn=policy_arn)
+    return _describe(iam, purpose, name, service, actions, policy_name, created=created, notes=notes)
+
+
+def ensure_job_role(name: str | None = None, *, session: Any | None = None, notebook: str = DEFAULT_NOTEBOOK) -> RoleReport:
+    """Create (or reuse and repair) the training job role; returns its report.
+
+    Trust: job.sagemaker.amazonaws.com with sts:AssumeRole and sts:TagSession (plus
+    sagemaker.amazonaws.com for the SDK's pre-flight check; see `job_role_trust_policy`). Policy:
+    AmazonSageMakerJobFullAccess (offline: its stand-in). IAM roles are not billed.
+    """
+    return _ensure_role(
+        _session(session), "training job role", name or resource_name(JOB_ROLE_KIND), JOB_SERVICE, JOB_TRUST_ACTIONS,
+        JOB_POLICY_NAME, notebook, wanted_trust=job_role_trust_policy(),
+    )
+
+
+def _missing_principals(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
+    """Service principals the wanted trust policy names that the current one does not."""
+    def services(doc: Mapping[str, Any]) -> set[str]:
+        return {s for st in _statements(doc) for s in _as_list((st.get("Principal") or {}).get("Service"))}
+
+    return sorted(services(wanted) - services(current))
+
+
+def _deployed_runtime_role(session: Any) -> str | None:
+    """The execution role name of the deployed Wordle runtime, or None when it is not deployed."""
+    from mtrl_course import deploy
+
+    control = session.client("bedrock-agentcore-control")
+    wanted = deploy.deployed_runtime_name()
+    token = None
+    while True:
+        page = control.list_agent_runtimes(**({"nextToken": token} if token else {}))
+        for runtime in page.get("agentRuntimes", []):
+            if runtime.get("agentRuntimeName") == wanted:
+                detail = control.get_agent_runtime(agentRuntimeId=runtime["agentRuntimeId"])
+                return detail["roleArn"].rsplit("/", 1)[-1]
+        token = page.get("nextToken")
+        if not token:
+            return None
+
+
+def ensure_runtime_role(name: str | None = None, *, session: Any | None = None, notebook: str = DEFAULT_NOTEBOOK) -> RoleReport:
+    """The agent runtime role: described live, created as a stand-in offline.
+
+    Live, `agentcore deploy` (notebook 02) creates this role and attaches
+    AmazonSageMakerJobRuntimeAccess, so this function only finds and checks it (through the
+    deployed runtime, or by `name`). Offline, it creates a stand-in role with the same trust
+    and policy, so the next notebooks have one to point at.
+    """
+    session = _session(session)
+    iam = session.client("iam")
+    purpose = "agent runtime role"
+    if config.is_live():
+        found = name or _deployed_runtime_role(session)
+        if found is None:
+            return RoleReport(
+                purpose, "(created by agentcore deploy)", None, False,
+                notes=("not deployed yet: `agentcore deploy` in notebook 02 creates this role with the policy attached",),
+            )
+        return _describe(iam, purpose, found, RUNTIME_SERVICE, RUNTIME_TRUST_ACTIONS, RUNTIME_POLICY_NAME,
+                         created=False, notes=("created by agentcore deploy; read only here",))
+    report = _ensure_role(
+        session, purpose, name or resource_name(RUNTIME_ROLE_KIND), RUNTIME_SERVICE, RUNTIME_TRUST_ACTIONS,
+        RUNTIME_POLICY_NAME, notebook,
+    )
+    note = "offline stand-in for the role agentcore deploy creates live"
+    return dataclasses.replace(report, notes=(note, *report.notes))
+
+
+# --- the caller's policy, simulated ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One request to evaluate against the caller policy."""
+
+    action: str
+    resource: str
+    passed_to: str | None = None
+    expectation: str = ""
+    should_allow: bool = True
+
+    def context(self) -> dict[str, list[str]]:
+        return {PASSED_TO_SERVICE_KEY: [self.passed_to]} if self.passed_to else {}
+
+
+def caller_scenarios(job_role_arn: str, region: str) -> list[Scenario]:
+    """The requests that show what the caller policy allows, and what its condition refuses."""
+    account = job_role_arn.split(":")[4]
+    job_arn = f"arn:aws:sagemaker:{region}:{account}:job/{JOB_CATEGORY}/example-job"
+    other_role = f"arn:aws:iam::{account}:role/some-other-role"
+    return [
+        Scenario(PASS_ROLE_ACTION, job_role_arn, JOB_SERVICE, "pass the job role to an MTRL job"),
+        Scenario(PASS_ROLE_ACTION, job_role_arn, GENERIC_SAGEMAKER_SERVICE, "pass it to the generic SageMaker principal", False),
+        Scenario(PASS_ROLE_ACTION, other_role, JOB_SERVICE, "pass another role", False),
+        Scenario("sagemaker:CreateJob", job_arn, None, "create a job"),
+        Scenario("sagemaker:ListJobs", "*", None, "list jobs"),
+    ]
+
+
+def _simulate_live(session: Any, document: Mapping[str, Any], scenario: Scenario) -> str:
+    iam = session.client("iam")
+    entries = [
+        {"ContextKeyName": key, "ContextKeyValues": values, "ContextKeyType": "string"}
+        for key, values in scenario.context().items()
+    ]
+    result = iam.simulate_custom_policy(
+        PolicyInputList=[json.dumps(document)],
+        ActionNames=[scenario.action],
+        ResourceArns=[scenario.resource],
+        ContextEntries=entries,
+    )["EvaluationResults"][0]
+    return result["EvalDecision"]
+
+
+def simulate_caller_policy(job_role_arn: str, *, session: Any | None = None) -> Any:
+    """Evaluate `caller_passrole_policy(job_role_arn)` on a few requests; a pandas DataFrame.
+
+    Live: IAM's policy simulator (`iam:SimulateCustomPolicy`) evaluates the document alone, so
+    your own, possibly broader, permissions do not hide what the condition does. Offline:
+    `evaluate_policy` stands in (moto has no policy simulator, and the offline layer's
+    SimulatePrincipalPolicy ignores conditions). The `decided by` column says which.
+    """
+    import pandas as pd
+
+    session = _session(session)
+    document = caller_passrole_policy(job_role_arn)
+    region = session.region_name or config.OFFLINE_REGION
+    rows = []
+    for scenario in caller_scenarios(job_role_arn, region):
+        if config.is_live():
+            decision, judge = _simulate_live(session, document, scenario), "IAM policy simulator"
+        else:
+            decision = evaluate_policy([document], scenario.action, scenario.resource, scenario.context())
+            judge = "course evaluator (offline)"
+        rows.append(
+            {
+                "request": scenario.expectation,
+                "action": scenario.action,
+                "resource": mask_account(scenario.resource),
+                "iam:PassedToService": scenario.passed_to or "-",
+                "decision": decision,
+                "decided by": judge,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def caller_principal_arn(session: Any) -> str:
+    """Your identity as an IAM principal ARN (an assumed-role session becomes its role)."""
+    arn = session.client("sts").get_caller_identity()["Arn"]
+    match = re.match(r"^arn:(aws[a-z-]*):sts::(\d{12}):assumed-role/([^/]+)/", arn)
+    if match:
+        # The STS ARN drops the role's path; IAM knows the full ARN.
+        return session.client("iam").get_role(RoleName=match.group(3))["Role"]["Arn"]
+    return arn
+
+
+def check_my_permissions(job_role_arn: str, *, session: Any | None = None) -> Any:
+    """Live: can *you* pass the job role and run jobs today? (`iam:SimulatePrincipalPolicy`)
+
+    Simulates your own identity's policies for the caller scenarios. Needs
+    iam:SimulatePrincipalPolicy on yourself; SCPs and boundaries show up as denials.
+    """
+    import pandas as pd
+
+    session = _session(session)
+    principal = caller_principal_arn(session)
+    iam = session.client("iam")
+    region = session.region_name or config.OFFLINE_REGION
+    rows = []
+    for scenario in [s for s in caller_scenarios(job_role_arn, region) if s.should_allow]:
+        entries = [
+            {"ContextKeyName": key, "ContextKeyValues": values, "ContextKeyType": "string"}
+            for key, values in scenario.context().items()
+        ]
+        result = iam.simulate_principal_policy(
+            PolicySourceArn=principal, ActionNames=[scenario.action], ResourceArns=[scenario.resource],
+            ContextEntries=entries,
+        )["EvaluationResults"][0]
+        rows.append({"request": scenario.expectation, "action": scenario.action, "decision": result["EvalDecision"]})
+    return pd.DataFrame(rows)
+
+
+# --- the wrong principal, as the service reports it ----------------------------------------------------
+
+
+def _demo_job_document(account: str, region: str) -> dict[str, Any]:
+    """A CreateJob configuration like the trainer's, pointing at a runtime not deployed yet."""
+    from mtrl_course import deploy
+    from mtrl_course.local.runtime import runtime_id_for
+
+    runtime_id = runtime_id_for(deploy.deployed_runtime_name())
+    bucket = f"{NAME_PREFIX}-{account}-{region}"
+    return {
+        "AgentConfig": {
+            "BedrockAgentCoreConfig": {
+                "AgentRuntimeArn": f"arn:aws:bedrock-agentcore:{region}:{account}:runtime/{runtime_id}"
+            }
+        },
+        "InputDataConfig": [
+            {"ChannelName": "train", "DataSource": {"S3DataSource": {"S3Uri": f"s3://{bucket}/data/training-data.jsonl"}}}
+        ],
+        "OutputDataConfig": {"S3OutputPath": f"s3://{bucket}/output/"},
+        "TrainingConfig": {
+            "BaseModelArn": f"arn:aws:sagemaker:{region}:aws:hub-content/SageMakerPublicHub/Model/{BASE_MODEL_ID}",
+            "MlflowConfig": {"MlflowResourceArn": f"arn:aws:sagemaker:{region}:{account}:mlflow-app/app-NOTCREATED"},
+        },
+    }
+
+
+def _submit(sagemaker: Any, job_name: str, role_arn: str, document: Mapping[str, Any]) -> tuple[str, str]:
+    try:
+        sagemaker.create_job(
+            JobName=job_name,
+            RoleArn=role_arn,
+            JobCategory=JOB_CATEGORY,
+            JobConfigSchemaVersion=JOB_SCHEMA_VERSION,
+            JobConfigDocument=json.dumps(document),
+        )
+    except Exception as error:
+        response = getattr(error, "response", None) or {}
+        message = response.get("Error", {}).get("Message", str(error))
+        return _error_code(error), mask_account(message)
+    return "accepted", "the job was created"
+
+
+def demonstrate_wrong_principal(
+    *,
+    session: Any | None = None,
+    attempts: int = WRONG_PRINCIPAL_ATTEMPTS,
+    right_role_arn: str | None = None,
+    notebook: str = DEFAULT_NOTEBOOK,
+) -> Any:
+    """Offline: submit CreateJob with a role trusting only sagemaker.amazonaws.com; the service's answers.
+
+    Creates the role (tagged, named `mtrl-wordle-wrong-principal-<run id>`), calls the real boto3
+    `create_job` `attempts` times with it, optionally once with `right_role_arn` for contrast,
+    and deletes the role again. Returns a DataFrame (attempt, role, error code, message).
+
+    Live it does nothing and returns None: a CreateJob that got further than expected would start
+    a billed job, so notebook 01 only explains the failure there.
+    """
+    import pandas as pd
+
+    if config.is_live():
+        print(
+            f"live: not run. A job role that trusts only {GENERIC_SAGEMAKER_SERVICE} makes CreateJob fail with "
+            f"'Could not assume role'; the message names {JOB_SERVICE} only after retries (AWS walkthrough). "
+            "The offline run of this notebook shows the exchange."
+        )
+        return None
+    if attempts < 1:
+        raise ValueError(f"attempts must be at least 1, got {attempts}")
+    session = _session(session)
+    iam, sagemaker = session.client("iam"), session.client("sagemaker")
+    account, region = _account(session), session.region_name or config.OFFLINE_REGION
+    name = resource_name(WRONG_PRINCIPAL_KIND)
+    document = _demo_job_document(account, region)
+    if _read_role(iam, name) is not None:
+        _delete_role(iam, name)  # left over from an interrupted run
+    role_arn = iam.create_role(
+        RoleName=name,
+        AssumeRolePolicyDocument=json.dumps(trust_policy(GENERIC_SAGEMAKER_SERVICE, JOB_TRUST_ACTIONS)),
+        Description="Deliberately wrong job role (generic SageMaker principal); deleted right away",
+        Tags=course_tags(notebook),
+    )["Role"]["Arn"]
+    rows = []
+    try:
+        for attempt in range(1, attempts + 1):
+            code, message = _submit(sagemaker, f"{name}-{attempt}", role_arn, document)
+            rows.append({"attempt": attempt, "role trusts": GENERIC_SAGEMAKER_SERVICE, "error code": code, "message": message})
+        if right_role_arn:
+            code, message = _submit(sagemaker, f"{name}-contrast", right_role_arn, document)
+            rows.append({"attempt": "contrast", "role trusts": JOB_SERVICE, "error code": code, "message": message})
+    finally:
+        _delete_role(iam, name)
+    return pd.DataFrame(rows)
+
+
+def _delete_role(iam: Any, name: str) -> None:
+    """Detach, remove inline policies, delete: IAM refuses to delete a role that still has policies."""
+    for arn in _attached(iam, name):
+        iam.detach_role_policy(RoleName=name, PolicyArn=arn)
+    for policy in iam.list_role_policies(RoleName=name)["PolicyNames"]:
+        iam.delete_role_policy(RoleName=name, PolicyName=policy)
+    iam.delete_role(RoleName=name)
+
+
+def describe_policy(policy_arn: str, *, session: Any | None = None) -> Any:
+    """The statements of a managed policy's default version as a table (sid, effect, actions, resources)."""
+    import pandas as pd
+
+    iam = _session(session).client("iam")
+    version = iam.get_policy(PolicyArn=policy_arn)["Policy"]["DefaultVersionId"]
+    document = iam.get_policy_version(PolicyArn=policy_arn, VersionId=version)["PolicyVersion"]["Document"]
+    if isinstance(document, str):
+        from urllib.parse import unquote
+
+        document = json.loads(unquote(document))
+    rows = [
+        {
+            "sid": statement.get("Sid", "-"),
+            "effect": statement.get("Effect"),
+            "actions": ", ".join(_as_list(statement.get("Action"))),
+            "resources": mask_account(", ".join(_as_list(statement.get("Resource")))),
+        }
+        for statement in _statements(document)
+    ]
+    return pd.DataFrame(rows)
+
+
+def role_exists(name: str, *, session: Any | None = None) -> bool:
+    """Whether an IAM role of that name exists in the account."""
+    return _read_role(_session(session).client("iam"), name) is not None

@@ -1,0 +1,629 @@
+"""The stand-in policy: a small learnable Wordle player behind the offline Job Runtime.
+
+Offline, nothing can serve gpt-oss-20b, so the Job Runtime emulator answers the agent's chat
+completions with this policy instead. It is labelled "stand-in policy" everywhere it appears;
+its numbers are its own and say nothing about any real model.
+
+What it reads. Only the request: the conversation's messages (the `guess_word` tool's answers
+are parsed back into (guess, marks) clues by `mtrl_course.local.transcript`), the tools offered,
+`temperature` and `reasoning_effort` (`top_p` and `max_tokens` are accepted and ignored: its
+answers are far shorter than any cap). It never sees the secret word. Like a language model that
+knows English, it knows the word lists (`wordle_agent.words`). Its random draws come from the
+trajectory the service opened (the emulator passes it along): a key of integers the runner puts
+in the trajectory's info (seed, phase, step, prompt row, rollout index, attempt) plus the turn
+number (the trajectory's count of earlier sampling requests), so
+the same conversation in the same trajectory slot always gets the same answer, whatever the
+thread timing.
+
+How it plays one turn.
+1. Candidates: a few words it "weighs", drawn deterministically: one in `CONSISTENT_SHARE`
+   from the answers that still fit every clue, the rest information probes (half from the
+   1,000 best openers, half from the whole allowed list). Reasoning effort sets how many: see
+   `EFFORTS`.
+2. Features of each candidate (`FEATURE_NAMES`): could it still be the answer; how much of the
+   remaining uncertainty its feedback would resolve (entropy over the answers still possible,
+   divided by log2 of their number); how many of its letters are new; how many known-gray
+   letters it uses; how many known greens it breaks; whether it repeats an earlier guess;
+   whether it is a common (answer-list) word; its chance of solving right now.
+3. Logits = features . (base weights + adapter weights); softmax at the request temperature,
+   sampled (temperature 0: argmax, first index on ties).
+4. A format head picks how the answer is written: a real tool call, the call written as raw
+   text in one of the three formats the walkthrough saw (`wordle_agent.recovery`), or no call.
+   Its base logits strongly favour the tool call.
+
+The base weights are a deliberately poor prior (it anchors on letters it has already seen and
+barely checks the clues): greedy, it solves well under 40% of held-out words. GRPO only trains
+the adapter (`Adapter`), the analogue of a LoRA adapter: the base never changes and the adapter
+is saved as the job's model package (a small JSON file).
+
+Format drift. A large adapter disturbs the format head, as large LoRA updates erode a model's
+tool-call formatting: once the norm of the adapter's weights passes `FORMAT_ROBUST_RADIUS`, the
+raw-text logit rises with the square of the excess (`FORMAT_DRIFT_RATE`). The policy gradient
+sees that term too, so at a sensible learning rate training stays inside the radius; a too-high
+rate jumps far past it in one update, every rollout then writes its calls as text and gets the
+same floor reward, the advantage vanishes and the policy stays there, as in the walkthrough.
+
+Learning-rate scale. The service's learning rates (1e-5 to 1e-2) are tuned for LoRA weights.
+Adam moves each parameter by about `learning_rate` per step, so the stand-in multiplies its
+update by `ADAPTER_SCALE` x lora_alpha / lora_rank (the service's "update magnitude is
+learning_rate x alpha / rank"). ADAPTER_SCALE was picked so that 1e-5, the rate the walkthrough
+recommends, trains the stand-in in a handful of steps. Measured with it: 1e-4 swings into raw
+text for a step or two and recovers; 1e-3 collapses into raw text for good. That scale is a
+choice made for the lesson, not a finding about any real model.
+
+Token counts (the billing analogue). A "token" is one whitespace-separated piece of text.
+Completion tokens: the pieces of the reply's text plus, per tool call, the pieces of its name and
+of its JSON arguments (at least 1). Prompt tokens: the pieces of every request message's text,
+plus the names and arguments of the tool calls in it (the tool definitions are not counted).
+Reasoning effort changes how much reasoning text it writes, so it drives completion tokens, and
+because that text stays in the conversation, prompt tokens of later turns too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mtrl_course.local.jobruntime import chat_completion
+from mtrl_course.local.transcript import Clue, clues_from_texts, is_over
+from mtrl_course.patterns import encode, entropies
+from wordle_agent.game import Knowledge
+
+LABEL = "stand-in policy"
+# Identifies the frozen base parameters below; a model package records it, and loading a package
+# made for another base fails.
+BASE_ID = "standin-wordle-linear-v1"
+PACKAGE_FORMAT = 1
+MODEL_NAME = "stand-in-policy"
+
+FEATURE_NAMES = (
+    "fits_clues",
+    "information",
+    "new_letters",
+    "gray_letters",
+    "greens_broken",
+    "repeat",
+    "common_word",
+    "solve_chance",
+)
+N_FEATURES = len(FEATURE_NAMES)
+# The frozen base: anchored on familiar letters (new letters cost, gray ones are even mildly
+# liked), averse to information, barely interested in fitting the clues. Greedy, it solves 10%
+# to 30% of the validation words depending on the effort (measured; tests/test_policy.py keeps
+# it at most 40%). The overall scale sets how far training must move the weights: at 1x one
+# update already flips most greedy choices, at 3x the learning curve takes a few steps.
+BASE_WEIGHTS = 3.0 * np.array([0.3, -1.5, -2.0, 0.2, 0.0, -3.0, 0.5, 0.5])
+
+FORMATS = ("tool_call", "raw_text", "no_call")
+TOOL_CALL, RAW_TEXT, NO_CALL = range(len(FORMATS))
+# About 0.7% raw-text and 0.2% no-call turns at temperature 1.
+BASE_FORMAT_LOGITS = np.array([0.0, -5.0, -6.0])
+# The raw-text formats of wordle_agent.recovery, written with the chosen word.
+RAW_TEXT_TEMPLATES = (
+    "<__function=guess_word> <__parameter=guess>{word}</__parameter> </__function>",
+    '{{"guess": "{word}"}}',
+    'guess_word("{word}")',
+)
+NO_CALL_TEXT = "I am not sure yet which word to play."
+GAME_OVER_TEXT = "The game is over."
+NO_TOOL_TEXT = "OK"
+# See "Format drift" and "Learning-rate scale" above.
+FORMAT_ROBUST_RADIUS = 10.0
+FORMAT_DRIFT_RATE = 0.1
+ADAPTER_SCALE = 15_000.0
+
+GUESS_TOOL = "guess_word"
+GUESS_PARAMETER = "guess"
+
+
+@dataclass(frozen=True)
+class Effort:
+    """What one reasoning-effort level means: candidates weighed, candidates described in text."""
+
+    candidates: int
+    described: int
+
+
+# "none" writes no reasoning at all; absent means the model's default, medium (as for gpt-oss).
+EFFORTS = {
+    "none": Effort(candidates=8, described=0),
+    "low": Effort(candidates=8, described=3),
+    "medium": Effort(candidates=16, described=6),
+    "high": Effort(candidates=32, described=32),
+}
+DEFAULT_EFFORT = "medium"
+# Levels that describe this many candidates or fewer write one terse line instead of a list.
+TERSE_UP_TO = 3
+# One candidate in CONSISTENT_SHARE is drawn from the answers that still fit.
+CONSISTENT_SHARE = 5
+PROBE_POOL_SIZE = 1_000
+# Softmax temperatures below this count as greedy (temperature 0).
+GREEDY_BELOW = 1e-6
+
+
+def count_tokens(text: Any) -> int:
+    """Whitespace-separated pieces of `text` (0 for anything that is not a string)."""
+    return len(text.split()) if isinstance(text, str) else 0
+
+
+def _content_text(content: Any) -> str:
+    """The text of an OpenAI message `content`: a string or a list of {"type": "text"} parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def prompt_token_count(messages: Any) -> int:
+    """Prompt tokens of a chat request (see the module docstring for the rule)."""
+    total = 0
+    for message in messages if isinstance(messages, list) else ():
+        if not isinstance(message, dict):
+            continue
+        total += count_tokens(_content_text(message.get("content")))
+        for call in message.get("tool_calls") or ():
+            function = (call.get("function") or {}) if isinstance(call, dict) else {}
+            total += count_tokens(function.get("name")) + count_tokens(function.get("arguments"))
+    return total
+
+
+# --- the vocabulary: word lists and feedback patterns, built once per process ------------------
+
+
+class Vocabulary:
+    """The word lists as arrays: feedback patterns, letters, opening entropies, probe pool."""
+
+    def __init__(self) -> None:
+        from mtrl_course.solver import default_solver
+        from wordle_agent.words import ENTROPY
+
+        solver = default_solver()
+        self.allowed: list[str] = solver.allowed
+        self.answers: list[str] = solver.answers
+        # patterns[row of a guess in `allowed`, column of an answer in `answers`]
+        self.patterns: np.ndarray = solver.matrix
+        self.row_of: dict[str, int] = {w: i for i, w in enumerate(self.allowed)}
+        self.answer_of_row = np.full(len(self.allowed), -1, dtype=np.int64)
+        for column, word in enumerate(self.answers):
+            self.answer_of_row[self.row_of[word]] = column
+        self.is_answer = self.answer_of_row >= 0
+        self.answer_rows = np.flatnonzero(self.is_answer)
+        self.letters = encode(self.allowed).astype(np.int64)
+        self.letter_sets = np.zeros((len(self.allowed), 26), dtype=bool)
+        self.letter_sets[np.arange(len(self.allowed))[:, None], self.letters] = True
+        self.opening_bits = np.array([ENTROPY.get(w, 0.0) for w in self.allowed])
+        self.probe_pool = np.argsort(-self.opening_bits, kind="stable")[:PROBE_POOL_SIZE]
+
+
+_VOCABULARY: Vocabulary | None = None
+_VOCABULARY_LOCK = threading.Lock()
+
+
+def vocabulary() -> Vocabulary:
+    """The process-wide vocabulary (the pattern matrix loads from `.state/solver` once)."""
+    global _VOCABULARY
+    with _VOCABULARY_LOCK:
+        if _VOCABULARY is None:
+            _VOCABULARY = Vocabulary()
+        return _VOCABULARY
+
+
+_MARK_DIGIT = {"X": 0, "Y": 1, "G": 2}
+
+
+def _pattern_code(marks: Sequence[str]) -> int:
+    return sum(_MARK_DIGIT[m] * 3**i for i, m in enumerate(marks))
+
+
+# --- the adapter (the trainable part) --------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Adapter:
+    """The trainable delta on the frozen base: the stand-in's "LoRA adapter" and model package.
+
+    `weights` adds to BASE_WEIGHTS (one per feature), `format_logits` to BASE_FORMAT_LOGITS.
+    `step`, `seed` and `base_model` (the base model the job named; the stand-in plays for it)
+    are metadata written into the package file.
+    """
+
+    weights: np.ndarray = field(default_factory=lambda: np.zeros(N_FEATURES))
+    format_logits: np.ndarray = field(default_factory=lambda: np.zeros(len(FORMATS)))
+    step: int = 0
+    seed: int = 0
+    base_model: str = ""
+
+    def __post_init__(self) -> None:
+        weights = np.asarray(self.weights, dtype=float).reshape(-1)
+        formats = np.asarray(self.format_logits, dtype=float).reshape(-1)
+        if weights.shape != (N_FEATURES,) or formats.shape != (len(FORMATS),):
+            raise ValueError(
+                f"an adapter needs {N_FEATURES} weights and {len(FORMATS)} format logits; "
+                f"got {weights.size} and {formats.size}"
+            )
+        if not (np.all(np.isfinite(weights)) and np.all(np.isfinite(formats))):
+            raise ValueError("adapter values must be finite numbers")
+        object.__setattr__(self, "weights", weights)
+        object.__setattr__(self, "format_logits", formats)
+
+    def vector(self) -> np.ndarray:
+        """All trainable values in one vector: the weights, then the format logits."""
+        return np.concatenate([self.weights, self.format_logits])
+
+    def with_vector(self, vector: np.ndarray, **metadata: Any) -> Adapter:
+        """A new adapter holding `vector` (as from `vector()`), metadata updated from keywords."""
+        values = np.asarray(vector, dtype=float)
+        fields = {"step": self.step, "seed": self.seed, "base_model": self.base_model, **metadata}
+        return Adapter(values[:N_FEATURES], values[N_FEATURES:], **fields)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": LABEL,
+            "format": PACKAGE_FORMAT,
+            "base_id": BASE_ID,
+            "base_model": self.base_model,
+            "step": int(self.step),
+            "seed": int(self.seed),
+            "feature_names": list(FEATURE_NAMES),
+            "weights": [float(x) for x in self.weights],
+            "format_names": list(FORMATS),
+            "format_logits": [float(x) for x in self.format_logits],
+        }
+
+    def save(self, path: str | Path) -> Path:
+        """Write the model package (JSON) and return its path."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        return target
+
+    @classmethod
+    def load(cls, path: str | Path) -> Adapter:
+        """Read a package written by `save`; ValueError naming the file if it is not one."""
+        source = Path(path)
+        try:
+            data = json.loads(source.read_text())
+        except (OSError, ValueError) as error:
+            raise ValueError(f"{source} is not a readable stand-in adapter package: {error}") from None
+        if not isinstance(data, dict) or data.get("base_id") != BASE_ID:
+            found = data.get("base_id") if isinstance(data, dict) else None
+            raise ValueError(f"{source} is not an adapter for the stand-in base {BASE_ID} (base_id {found!r})")
+        if data.get("feature_names") != list(FEATURE_NAMES) or data.get("format_names") != list(FORMATS):
+            raise ValueError(f"{source} was saved with other feature or format names than {BASE_ID} uses")
+        return cls(
+            np.array(data["weights"], dtype=float),
+            np.array(data["format_logits"], dtype=float),
+            step=int(data.get("step", 0)),
+            seed=int(data.get("seed", 0)),
+            base_model=str(data.get("base_model", "")),
+        )
+
+
+def format_logits_for(vector: np.ndarray) -> np.ndarray:
+    """Format-head logits (tool call, raw text, no call) for an adapter vector, drift included."""
+    logits = BASE_FORMAT_LOGITS + vector[N_FEATURES:]
+    excess = float(np.linalg.norm(vector[:N_FEATURES])) - FORMAT_ROBUST_RADIUS
+    if excess > 0:
+        logits[RAW_TEXT] += FORMAT_DRIFT_RATE * excess**2
+    return logits
+
+
+def format_drift_gradient(vector: np.ndarray) -> np.ndarray:
+    """d(raw-text logit) / d(adapter weights): the drift term's gradient (zero inside the radius)."""
+    weights = vector[:N_FEATURES]
+    norm = float(np.linalg.norm(weights))
+    if norm <= FORMAT_ROBUST_RADIUS:
+        return np.zeros(N_FEATURES)
+    return 2 * FORMAT_DRIFT_RATE * (norm - FORMAT_ROBUST_RADIUS) * weights / norm
+
+
+def softmax(logits: np.ndarray, temperature: float) -> np.ndarray:
+    z = logits / temperature
+    z = np.exp(z - z.max())
+    return z / z.sum()
+
+
+# --- one decision ------------------------------------------------------------------------------
+
+
+@dataclass
+class Decision:
+    """One turn of the stand-in: what it writes and what the gradient needs later (`trace`)."""
+
+    content: str | None
+    tool_call: dict[str, Any] | None  # {"id", "name", "arguments"}
+    trace: dict[str, Any]
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def _rng_key(trajectory: Any, fallback_seed: int) -> list[int]:
+    info = getattr(trajectory, "info", None) or {}
+    key = info.get("rng_key") if isinstance(info, Mapping) else None
+    if isinstance(key, (list, tuple)) and key and all(isinstance(k, int) and k >= 0 for k in key):
+        return [fallback_seed, *key]
+    # No key from the service (a trajectory opened by its first call): hash its id instead.
+    tid = str(getattr(trajectory, "trajectory_id", "") or "")
+    digest = hashlib.sha256(tid.encode()).digest()
+    return [fallback_seed, *(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4))]
+
+
+def _guess_tool(tools: Any) -> tuple[str, str] | None:
+    """(name, argument) of the guessing tool among OpenAI `tools`, if one is offered."""
+    functions = [
+        t["function"]
+        for t in tools or []
+        if isinstance(t, dict) and isinstance(t.get("function"), dict) and isinstance(t["function"].get("name"), str)
+    ]
+    chosen = next((f for f in functions if f["name"] == GUESS_TOOL), None)
+    if chosen is None and len(functions) == 1:
+        chosen = functions[0]
+    if chosen is None:
+        return None
+    properties = list(((chosen.get("parameters") or {}).get("properties") or {}))
+    if GUESS_PARAMETER in properties or len(properties) != 1:
+        return chosen["name"], GUESS_PARAMETER
+    return chosen["name"], properties[0]
+
+
+def _conversation(messages: Any) -> tuple[list[str], set[str]]:
+    """The tool answers (in order) and every word the assistant already sent as a tool call."""
+    answers, sent = [], set()
+    for message in messages if isinstance(messages, list) else ():
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "tool":
+            answers.append(_content_text(message.get("content")))
+        for call in message.get("tool_calls") or ():
+            function = (call.get("function") or {}) if isinstance(call, dict) else {}
+            try:
+                arguments = json.loads(function.get("arguments") or "{}")
+            except (TypeError, ValueError):
+                continue
+            if isinstance(arguments, dict):
+                word = arguments.get(GUESS_PARAMETER)
+                if isinstance(word, str) and len(word.strip()) == 5:
+                    sent.add(word.strip().upper())
+    return answers, sent
+
+
+class StandInPolicy:
+    """The stand-in policy (not gpt-oss): frozen base weights plus a trainable `Adapter`.
+
+    A policy for `JobRuntimeEmulator.register_job`: `complete(request, trajectory)` returns an
+    OpenAI chat completion with a `policy_trace` the emulator records for the gradient. Immutable
+    once built (the runner swaps in a new policy after each update), so concurrent rollouts
+    always see one consistent set of parameters.
+    """
+
+    def __init__(self, adapter: Adapter | None = None, *, seed: int = 0) -> None:
+        self.adapter = adapter or Adapter()
+        self.seed = int(seed)
+        self.vector = self.adapter.vector()
+        self.weights = BASE_WEIGHTS + self.adapter.weights
+        self.format_logits = format_logits_for(self.vector)
+
+    @property
+    def name(self) -> str:
+        return f"{LABEL} ({BASE_ID}, adapter step {self.adapter.step})"
+
+    def __repr__(self) -> str:
+        return f"StandInPolicy<{self.name}>"
+
+    def with_adapter(self, adapter: Adapter) -> StandInPolicy:
+        return StandInPolicy(adapter, seed=self.seed)
+
+    def format_probabilities(self, temperature: float = 1.0) -> dict[str, float]:
+        """How likely each answer format is at `temperature` (for monitoring drift)."""
+        if temperature < GREEDY_BELOW:
+            top = int(np.argmax(self.format_logits))
+            return {name: float(i == top) for i, name in enumerate(FORMATS)}
+        return dict(zip(FORMATS, (float(p) for p in softmax(self.format_logits, temperature))))
+
+    # -- the Job Runtime's policy interface ------------------------------------------------------
+    def complete(self, request: dict, trajectory: Any = None) -> dict:
+        """Answer one chat-completion request (the emulator has filled in the temperature)."""
+        messages = request.get("messages") or []
+        temperature = float(request.get("temperature") if request.get("temperature") is not None else 1.0)
+        turn = getattr(trajectory, "sample_count", None)
+        if turn is None:
+            turn = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+        decision = self.decide(
+            messages,
+            request.get("tools"),
+            temperature=temperature,
+            effort=request.get("reasoning_effort"),
+            rng_key=[*_rng_key(trajectory, self.seed), int(turn)],
+        )
+        return chat_completion(
+            content=decision.content,
+            tool_calls=[decision.tool_call] if decision.tool_call else (),
+            prompt_tokens=decision.prompt_tokens,
+            completion_tokens=decision.completion_tokens,
+            model=MODEL_NAME,
+            policy_trace=decision.trace,
+        )
+
+    def decide(
+        self,
+        messages: Any,
+        tools: Any,
+        *,
+        temperature: float,
+        effort: Any,
+        rng_key: Sequence[int],
+    ) -> Decision:
+        """One turn from the conversation alone (see the module docstring)."""
+        level = effort if effort in EFFORTS else DEFAULT_EFFORT
+        prompt_tokens = prompt_token_count(messages)
+        tool = _guess_tool(tools)
+        answers, sent = _conversation(messages)
+        if tool is None or (answers and is_over(answers[-1])):
+            text = NO_TOOL_TEXT if tool is None else GAME_OVER_TEXT
+            trace = {"kind": "closing", "temperature": temperature, "effort": level}
+            return Decision(text, None, trace, prompt_tokens, max(1, count_tokens(text)))
+
+        vocab = vocabulary()
+        clues = clues_from_texts(answers)
+        rng = np.random.default_rng(np.random.SeedSequence(list(rng_key)))
+        possible, knowledge = self._possible(vocab, clues)
+        guessed = sent | {word for word, _ in clues}
+        candidates = self._candidates(vocab, rng, possible, EFFORTS[level].candidates)
+        features = self._features(vocab, candidates, clues, knowledge, possible, guessed)
+
+        greedy = temperature < GREEDY_BELOW
+        format_probs = None if greedy else softmax(self.format_logits, temperature)
+        fmt = int(np.argmax(self.format_logits)) if greedy else _draw(format_probs, rng.random())
+        logits = features @ self.weights
+        probs = None if greedy else softmax(logits, temperature)
+        chosen = int(np.argmax(logits)) if greedy else _draw(probs, rng.random())
+        word = vocab.allowed[int(candidates[chosen])]
+
+        reasoning = self._reasoning(vocab, level, candidates, features, logits, possible, knowledge, word)
+        trace = {
+            "kind": "guess",
+            "features": features,
+            "chosen": chosen,
+            "format": fmt,
+            "temperature": temperature,
+            "effort": level,
+            "candidates": [vocab.allowed[int(c)] for c in candidates],
+            "word": word,
+            # Log-probability of the action under the sampling parameters (PPO's "old" policy).
+            "logp": None if greedy else _action_logp(probs, chosen, format_probs, fmt),
+        }
+        tool_call = None
+        if fmt == TOOL_CALL:
+            name, argument = tool
+            arguments = json.dumps({argument: word})
+            tool_call = {"id": f"call_{rng_key[-1]}_{word.lower()}", "name": name, "arguments": arguments}
+            content = reasoning or None
+            completion = count_tokens(content) + count_tokens(name) + count_tokens(arguments)
+        else:
+            if fmt == RAW_TEXT:
+                tail = RAW_TEXT_TEMPLATES[int(rng.integers(len(RAW_TEXT_TEMPLATES)))].format(word=word)
+            else:
+                tail = NO_CALL_TEXT
+            content = f"{reasoning}\n{tail}" if reasoning else tail
+            completion = count_tokens(content)
+        return Decision(content, tool_call, trace, prompt_tokens, max(1, completion))
+
+    # -- pieces ---------------------------------------------------------------------------------
+    @staticmethod
+    def _possible(vocab: Vocabulary, clues: list[Clue]) -> tuple[np.ndarray, Knowledge]:
+        mask = np.ones(len(vocab.answers), dtype=bool)
+        knowledge = Knowledge()
+        for word, marks in clues:
+            knowledge.update(word, marks)
+            row = vocab.row_of.get(word)
+            if row is None:  # a word outside the lists (typed by hand): score it on the fly
+                from mtrl_course.patterns import pattern_matrix
+
+                mask &= pattern_matrix([word], vocab.answers)[0] == _pattern_code(marks)
+            else:
+                mask &= vocab.patterns[row] == _pattern_code(marks)
+        return np.flatnonzero(mask), knowledge
+
+    @staticmethod
+    def _candidates(vocab: Vocabulary, rng: np.random.Generator, possible: np.ndarray, count: int) -> np.ndarray:
+        fitting = min(len(possible), max(1, count // CONSISTENT_SHARE))
+        chosen = list(vocab.answer_rows[rng.choice(possible, size=fitting, replace=False)]) if fitting else []
+        probes = count - len(chosen)
+        chosen += list(vocab.probe_pool[rng.choice(len(vocab.probe_pool), size=probes // 2, replace=False)])
+        chosen += list(rng.choice(len(vocab.allowed), size=probes - probes // 2, replace=False))
+        # Duplicates are dropped, keeping the first: the candidate order is part of the key.
+        return np.array(list(dict.fromkeys(int(c) for c in chosen)), dtype=np.int64)
+
+    @staticmethod
+    def _features(
+        vocab: Vocabulary,
+        rows: np.ndarray,
+        clues: list[Clue],
+        knowledge: Knowledge,
+        possible: np.ndarray,
+        guessed: set[str],
+    ) -> np.ndarray:
+        features = np.zeros((len(rows), N_FEATURES))
+        answer_column = vocab.answer_of_row[rows]
+        fits = np.isin(answer_column, possible) & (answer_column >= 0)
+        features[:, 0] = fits
+        n = len(possible)
+        if n > 1:
+            bits = vocab.opening_bits[rows] if not clues else entropies(vocab.patterns[rows][:, possible])
+            features[:, 1] = bits / math.log2(n)
+        letter_sets = vocab.letter_sets[rows]
+        tried = np.zeros(26, dtype=bool)
+        for word, _ in clues:
+            tried[[ord(c) - 65 for c in word]] = True
+        features[:, 2] = (letter_sets & ~tried).sum(axis=1) / 5
+        grays = np.zeros(26, dtype=bool)
+        grays[[ord(c) - 65 for c in knowledge.grays]] = True
+        features[:, 3] = (letter_sets & grays).sum(axis=1)
+        broken = np.zeros(len(rows))
+        for position, letter in enumerate(knowledge.greens):
+            if letter is not None:
+                broken += vocab.letters[rows, position] != ord(letter) - 65
+        features[:, 4] = broken
+        features[:, 5] = [vocab.allowed[int(r)] in guessed for r in rows]
+        features[:, 6] = vocab.is_answer[rows]
+        features[:, 7] = fits / max(n, 1)
+        return features
+
+    @staticmethod
+    def _reasoning(
+        vocab: Vocabulary,
+        level: str,
+        rows: np.ndarray,
+        features: np.ndarray,
+        logits: np.ndarray,
+        possible: np.ndarray,
+        knowledge: Knowledge,
+        word: str,
+    ) -> str:
+        """The reasoning text: longer at higher effort. It never spells a call to the tool."""
+        shown = EFFORTS[level].described
+        if not shown:
+            return ""
+        order = np.argsort(-logits, kind="stable")[:shown]
+        if shown <= TERSE_UP_TO:
+            listed = ", ".join(vocab.allowed[int(rows[i])] for i in order)
+            return f"{len(possible)} answers still fit. Top words: {listed}. Going with {word}."
+        greens = " ".join(c or "_" for c in knowledge.greens)
+        present = ", ".join(sorted(knowledge.yellow)) or "none"
+        absent = ", ".join(sorted(knowledge.grays)) or "none"
+        lines = [
+            f"Known so far: greens {greens}; present elsewhere {present}; absent {absent}.",
+            f"{len(possible)} answers still fit. Weighing {len(rows)} words.",
+        ]
+        for i in order:
+            fits = "fits the clues" if features[i, 0] else "does not fit"
+            new = int(round(features[i, 2] * 5))
+            # + 0.0 turns the entropy's -0.0 into 0.0 for printing
+            info = features[i, 1] + 0.0
+            lines.append(f"{vocab.allowed[int(rows[i])]}: {fits}, information {info:.2f}, {new} new letters.")
+        lines.append(f"Going with {word}.")
+        return "\n".join(lines)
+
+
+def _draw(probs: np.ndarray, u: float) -> int:
+    """Inverse-CDF draw: index of the first cumulative probability above u (deterministic)."""
+    index = int(np.searchsorted(np.cumsum(probs), u * float(probs.sum()), side="right"))
+    return min(index, len(probs) - 1)
+
+
+def _action_logp(probs: np.ndarray, chosen: int, format_probs: np.ndarray, fmt: int) -> float:
+    logp = math.log(max(float(format_probs[fmt]), 1e-300))
+    if fmt != NO_CALL:  # without a call the word choice never reached the conversation
+        logp += math.log(max(float(probs[chosen]), 1e-300))
+    return logp

@@ -1,0 +1,795 @@
+"""The work inside an offline job: training (AgentRFT) and evaluation (AgentRFTEvaluation) runners.
+
+The local MTRL service (`mtrl_course.local.service`) validates CreateJob, walks the job through
+Starting, Downloading and Pending, then calls a runner with the `LocalJob`. These runners do what
+the real service does from there, with the stand-in policy (`mtrl_course.local.policy`) in place
+of the base model, and report through the job's methods (secondary status, ProgressInfo,
+RolloutInfo, billable tokens, MLflow details, the output model package, FailureReason).
+
+Training, per step: take `global_batch_size` prompts (each epoch visits the rows in an order
+shuffled with the seed), play `group_size` rollouts of each at `temperature`; compute group
+advantages and update the adapter with GRPO (`mtrl_course.local.grpo`); log the service's metrics
+to MLflow. At most min(`rollout_max_concurrency`, the lane's worker count) rollouts are in flight.
+A rollout that fails to deliver, or ends without a reward after running past `rollout_timeout`,
+is tried again with a new trajectory, up to `rollout_max_retries` times (threads cannot be killed,
+so the timeout is judged when the rollout returns; the handler's own 420 s budget bounds it).
+Validation (one rollout per validation row at temperature 0) runs before the first step, every
+`val_every` steps and after the last (`val_every` 0 turns it off). At the end the adapter is
+saved under `config.STATE_DIR` and registered as the output model package. An input model
+package (`InputModelPackageArn`) that a local job produced is where training resumes from.
+
+Evaluation: `eval_group_size` rollouts of every evaluation row at the requested temperature, with
+the base stand-in or the adapter of `ModelPackageConfig.InputModelPackageArn`; `eval/*` metrics.
+
+Lanes (a runner option, set by the toolkit with `make_training_runner(lane=...)`, because the
+service validates hyperparameters against the documented spec and would refuse a made-up one):
+- "fast" (default): rollouts in-process through `mtrl_course.local.fastlane`;
+- "full": each rollout is an InvokeAgentRuntime on the job's local AgentCore runtime (HTTP), whose
+  real handler calls the Job Runtime emulator over loopback with bearer tokens.
+Both use the same emulator, policy, records and metrics.
+
+Failures, as the service reports them (FailureReason):
+- a rollout that sent no sampling request: "No sampling requests were received ..." (for
+  instance when every model call failed authentication);
+- the agent signalled a failure (CompleteRollout with status failed);
+- no reward arrived in time (CompleteRollout without UpdateReward);
+- the agent runtime restarted (redeployed) while the job ran: its in-flight rollouts are lost,
+  which the service reports as no sampling requests.
+The `fault` option injects each of them at training step `fault_step` (or into an evaluation
+job's batch) for the lessons: "auth_failure", "agent_error", "missing_reward" (fast lane only:
+they swap the handler of the batch's first rollout) and "runtime_restart".
+
+Course options (`RunnerOptions`): lane, seed, workers, fault, fault_step, reward_grace_seconds
+and adapter_dir. The toolkit installs runners with `install(service, **options)`.
+
+Billable tokens (the DescribeJob analogue): prefill = prompt tokens of every sampling request,
+sample = completion tokens of every sampling request (training and validation rollouts alike, and
+retried attempts too: they were sampled); train = prompt + completion tokens of every model call
+of the trajectories that entered an update (each call is one datum). That reading matches the
+walkthrough's run, whose train count (643.3 M) is close to its prefill + sample (651.3 M) minus
+the validation rollouts.
+
+Determinism: every random draw of the policy comes from (seed, phase, step, prompt row, rollout
+index, attempt, turn), the update sums in a fixed order and results are gathered in task order, so
+two jobs with the same seed log the same metrics (except `timing_s/*`), whatever the threads do.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from mtrl_course import config
+from mtrl_course.local import fastlane, grpo, metrics
+from mtrl_course.local.jobruntime import JobRuntimeEmulator, TrajectoryRecord
+from mtrl_course.local.policy import LABEL, Adapter, StandInPolicy
+from wordle_agent import rollout
+
+
+LANE_FAST, LANE_FULL = "fast", "full"
+LANES = (LANE_FAST, LANE_FULL)
+FAULT_AUTH, FAULT_AGENT_ERROR, FAULT_MISSING_REWARD, FAULT_RESTART = (
+    "auth_failure", "agent_error", "missing_reward", "runtime_restart",
+)
+FAULTS = (FAULT_AUTH, FAULT_AGENT_ERROR, FAULT_MISSING_REWARD, FAULT_RESTART)
+FAST_LANE_ONLY_FAULTS = (FAULT_AGENT_ERROR, FAULT_MISSING_REWARD)
+# The fast lane is CPU-bound Python: more threads only contend for the GIL.
+FAST_LANE_WORKERS = 2
+# The full lane waits on HTTP; the service's own bound (rollout_max_concurrency, 32 to 96) is
+# far more than two cores can serve.
+FULL_LANE_WORKERS = 8
+# Offline agents report their reward before their invocation returns; the real service waits up
+# to rollout_timeout, the local one only this long after the agent answered.
+REWARD_GRACE_S = 2.0
+REWARD_POLL_S = 0.02
+# AgentCore's minimum runtime session id length.
+SESSION_ID_MIN = 33
+PHASE_CODES = {"train": 0, "val": 1, "eval": 2}
+ADAPTER_DIR = config.STATE_DIR / "standin" / "adapters"
+PACKAGE_INDEX = "packages.json"
+STANDIN_TAG = "mtrl.offline.policy"
+STANDIN_TAG_VALUE = (
+    f"{LABEL}: a small learnable linear policy that plays instead of the job's base model "
+    "offline; its numbers are its own"
+)
+
+NO_SAMPLES = "No sampling requests were received"
+
+
+class ReportingJob(Protocol):
+    """What a runner needs from the service's job (`mtrl_course.local.service.LocalJob`)."""
+
+    name: str
+    arn: str
+    category: str
+    config: Any  # JobConfig: base_model, input_model_package_arn, output_model_package_group_arn
+
+    @property
+    def hyperparameters(self) -> dict[str, Any]: ...
+    @property
+    def runtime_arn(self) -> str: ...
+    @property
+    def mlflow_tracking_uri(self) -> str: ...
+    def prompts(self, channel: str) -> list[str]: ...
+    def set_secondary(self, status: str, message: str = "") -> None: ...
+    def update_progress(self, **info: Any) -> None: ...
+    def set_rollout_info(self, total: int, completed: int) -> None: ...
+    def add_billable_tokens(self, prefill: int = 0, sample: int = 0, train: int = 0) -> None: ...
+    def register_output_model_package(self, description: str = "", checkpoint: bool = False) -> str: ...
+    def start_mlflow_run(self) -> tuple[str, str]: ...
+    def log(self, message: str) -> None: ...
+    def fail(self, reason: str) -> None: ...
+    def should_stop(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class RunnerOptions:
+    """Course-side settings of a runner (the job's hyperparameters come from the job)."""
+
+    lane: str = LANE_FAST
+    seed: int = config.DEFAULT_SEED
+    workers: int | None = None  # default: FAST_LANE_WORKERS or FULL_LANE_WORKERS
+    fault: str | None = None
+    fault_step: int = 1
+    reward_grace_seconds: float = REWARD_GRACE_S
+    adapter_dir: Path = ADAPTER_DIR
+
+    def __post_init__(self) -> None:
+        if self.lane not in LANES:
+            raise ValueError(f"lane {self.lane!r} is not one of {LANES}")
+        if self.fault is not None and self.fault not in FAULTS:
+            raise ValueError(f"fault {self.fault!r} is not one of {FAULTS}")
+        if self.fault in FAST_LANE_ONLY_FAULTS and self.lane != LANE_FAST:
+            raise ValueError(f"fault {self.fault!r} swaps the rollout handler, which only the fast lane can do")
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"workers must be at least 1, got {self.workers}")
+
+
+# --- the Job Runtime the runners use ------------------------------------------------------------
+
+_EMULATOR_LOCK = threading.Lock()
+_EMULATOR: JobRuntimeEmulator | None = None
+
+
+def job_runtime() -> JobRuntimeEmulator:
+    """The process's Job Runtime emulator: the one attached to the offline backend, else a new one.
+
+    It trusts the offline credentials (so the real handler's bearer tokens verify) and is
+    attached to the backend, so boto3 `sagemakerjobruntime` calls reach it too.
+    """
+    global _EMULATOR
+    from mtrl_course.aws import offline_backend
+
+    backend = offline_backend()
+    with _EMULATOR_LOCK:
+        attached = backend.job_runtime.emulator
+        if attached is None:
+            if _EMULATOR is None:
+                _EMULATOR = JobRuntimeEmulator()
+            attached = _EMULATOR
+            backend.attach_job_runtime(attached)
+        _trust_current_credentials(attached, backend.account)
+        return attached
+
+
+def _trust_current_credentials(emulator: JobRuntimeEmulator, account: str) -> None:
+    import botocore.session
+
+    credentials = botocore.session.get_session().get_credentials()
+    if credentials is None:
+        return
+    frozen = credentials.get_frozen_credentials()
+    emulator.add_credentials(frozen.access_key, frozen.secret_key, account, session_token=frozen.token)
+
+
+# --- rollouts -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RolloutTask:
+    """One rollout the service dispatches: which row, which slot, which sampling settings."""
+
+    phase: str  # "train", "val" or "eval"
+    step: int
+    prompt_index: int  # the row's index in its channel
+    rollout_index: int
+    prompt: str
+    temperature: float
+    top_p: float | None = None
+    max_tokens: int | None = None
+
+    def trajectory_id(self, job_name: str, attempt: int) -> str:
+        return f"{job_name}-{self.phase}{self.step:04d}-p{self.prompt_index:04d}-r{self.rollout_index:02d}-a{attempt}"
+
+    def rng_key(self, seed: int, attempt: int) -> list[int]:
+        return [seed, PHASE_CODES[self.phase], self.step, self.prompt_index, self.rollout_index, attempt]
+
+
+@dataclass(frozen=True)
+class RolloutOutcome:
+    task: RolloutTask
+    record: metrics.RolloutRecord
+    traces: tuple[dict, ...]
+    failure: str | None
+    prefill_tokens: int
+    sample_tokens: int
+
+
+def _scalar_reward(rewards: tuple[float, ...] | None) -> float | None:
+    # A per-turn reward list (UpdateReward with several values) counts as its sum here.
+    return None if rewards is None else float(sum(rewards))
+
+
+def _keep_result_without_reward(payload: dict) -> dict:
+    result = dict(rollout.run_rollout(payload))
+    result.pop("reward", None)
+    result["status"] = "done"
+    return result
+
+
+def _agent_error_result(payload: dict) -> dict:
+    rollout.run_rollout(payload)
+    return {"status": "error", "error": "injected fault: the agent gave up on this rollout"}
+
+
+class _JobSession:
+    """Everything one job's rollouts share: the job, its emulator registration, lane and options."""
+
+    def __init__(self, job: ReportingJob, options: RunnerOptions, policy: StandInPolicy, max_concurrency: int,
+                 timeout_s: float, max_retries: int) -> None:
+        from mtrl_course.aws import offline_backend
+
+        self.job = job
+        self.options = options
+        self.emulator = job_runtime()
+        self.runtime = offline_backend().runtimes.get(job.runtime_arn)
+        self.generation = getattr(self.runtime, "generation", 0)
+        default_workers = FAST_LANE_WORKERS if options.lane == LANE_FAST else FULL_LANE_WORKERS
+        self.workers = max(1, min(max_concurrency, options.workers or default_workers))
+        self.timeout_s = float(timeout_s)
+        self.attempts = 1 + int(max_retries)
+        self.faulted: set[str] = set()
+        self._fault_lock = threading.Lock()
+        # The rollout whose handler a fault swaps: the first of the faulted batch, chosen before
+        # any thread runs, so the failing trajectory does not depend on thread timing.
+        self.fault_target: RolloutTask | None = None
+        if job.arn in self.emulator.jobs():
+            # A job deleted and created again under the same name: the shared emulator still
+            # holds the old one's trajectories, so this run gets an emulator of its own.
+            self.emulator = JobRuntimeEmulator()
+            _trust_current_credentials(self.emulator, offline_backend().account)
+        if options.lane == LANE_FULL and not getattr(self.runtime, "serving", False):
+            # Fail at once: every invocation would otherwise wait out AgentCore's 30 s start-up.
+            raise RuntimeError(
+                f"the full lane needs the local AgentCore runtime {job.runtime_arn} serving; "
+                "start it first (LocalAgentRuntime(...).start())"
+            )
+        self.emulator.register_job(job.arn, policy)
+        if options.lane == LANE_FULL:
+            self.emulator.serve()
+
+    def set_policy(self, policy: StandInPolicy) -> None:
+        self.emulator.set_policy(self.job.arn, policy)
+
+    def close(self) -> None:
+        try:
+            self.emulator.close_job(self.job.arn)
+        except KeyError:
+            pass
+
+    # -- faults ---------------------------------------------------------------------------------
+    def _take_fault(self, name: str) -> bool:
+        with self._fault_lock:
+            if self.options.fault != name or name in self.faulted:
+                return False
+            self.faulted.add(name)
+            return True
+
+    def before_batch(self, phase: str, step: int, tasks: Sequence[RolloutTask]) -> None:
+        """Inject the faults due at this batch, before any of its rollouts runs."""
+        if phase == "val" or (phase == "train" and step != self.options.fault_step):
+            return
+        if self.options.fault in FAST_LANE_ONLY_FAULTS and self.fault_target is None and tasks:
+            self.fault_target = tasks[0]
+        if self._take_fault(FAULT_AUTH):
+            self.job.log("fault injected: every sampling call of this job now fails authentication")
+            self.emulator.fail_auth_for(self.job.arn)
+        if self._take_fault(FAULT_RESTART):
+            self.job.log("fault injected: the agent runtime is restarted (a redeploy) mid-job")
+            if self.runtime is not None and getattr(self.runtime, "serving", False):
+                self.runtime.restart()
+            elif self.runtime is not None:
+                # A runtime that is registered but not serving (the fast lane does not need it)
+                # is "redeployed" by bumping its generation, as restart() would.
+                self.runtime.generation += 1
+
+    def _handler_for(self, task: RolloutTask, attempt: int) -> Callable[[dict], Any]:
+        if task == self.fault_target and attempt == 0:
+            if self._take_fault(FAULT_AGENT_ERROR):
+                return _agent_error_result
+            if self._take_fault(FAULT_MISSING_REWARD):
+                return _keep_result_without_reward
+        return rollout.run_rollout
+
+    # -- one rollout ----------------------------------------------------------------------------
+    def play(self, task: RolloutTask) -> RolloutOutcome:
+        prefill = sample = 0
+        failure: str | None = None
+        trajectory: TrajectoryRecord | None = None
+        for attempt in range(self.attempts):
+            tid = task.trajectory_id(self.job.name, attempt)
+            self.emulator.start_trajectory(
+                self.job.arn, tid, rng_key=task.rng_key(self.options.seed, attempt), phase=task.phase,
+                step=task.step, prompt_index=task.prompt_index, rollout_index=task.rollout_index, attempt=attempt,
+            )
+            started = time.monotonic()
+            transport_error, refusals = self._dispatch(task, tid, attempt)
+            trajectory = self._await_reward(tid)
+            prefill += trajectory.prompt_tokens
+            sample += trajectory.completion_tokens
+            failure, retry = self._judge(trajectory, transport_error, refusals, time.monotonic() - started)
+            if not retry or attempt + 1 == self.attempts:
+                break
+            self.job.log(f"rollout {tid} is retried: {failure}")
+        assert trajectory is not None
+        record = metrics.RolloutRecord(
+            prompt_index=task.prompt_index,
+            rollout_index=task.rollout_index,
+            reward=None if failure else _scalar_reward(trajectory.rewards),
+            prompt_tokens=tuple(s.prompt_tokens for s in trajectory.samples),
+            completion_tokens=tuple(s.completion_tokens for s in trajectory.samples),
+            formats=tuple(
+                int(s.policy_trace["format"])
+                for s in trajectory.samples
+                if isinstance(s.policy_trace, dict) and s.policy_trace.get("kind") == "guess"
+            ),
+        )
+        traces = tuple(s.policy_trace for s in trajectory.samples if isinstance(s.policy_trace, dict))
+        return RolloutOutcome(task, record, traces, failure, prefill, sample)
+
+    def _dispatch(self, task: RolloutTask, tid: str, attempt: int) -> tuple[str | None, list[str]]:
+        """Deliver one rollout to the agent: (transport error message or None, refused sampling calls)."""
+        if self.options.lane == LANE_FAST:
+            episode = fastlane.play_episode(
+                self.emulator, self.job.arn, tid, task.prompt, temperature=task.temperature,
+                top_p=task.top_p, max_tokens=task.max_tokens, handler=self._handler_for(task, attempt),
+            )
+            return (episode.error if episode.reported == "nothing" else None), list(episode.refusals)
+        from mtrl_course.local.service import ServiceError
+
+        payload = fastlane.payload_for(
+            task.prompt, self.job.arn, tid, temperature=task.temperature, top_p=task.top_p, max_tokens=task.max_tokens
+        )
+        payload["metadata"]["endpoint"] = self.emulator.endpoint
+        payload["metadata"]["region"] = self.job.config.region
+        session_id = f"{tid}-{uuid.uuid4().hex}"[: max(SESSION_ID_MIN, len(tid) + 33)]
+        error_message = None
+        try:
+            self.runtime.invoke_http(json.dumps(payload).encode(), session_id)
+        except ServiceError as error:
+            error_message = error.message
+        refused = [f"{r.status} {r.message}" for r in self.emulator.rejections(self.job.arn) if r.trajectory_id == tid]
+        return error_message, refused
+
+    def _await_reward(self, tid: str) -> TrajectoryRecord:
+        deadline = time.monotonic() + self.options.reward_grace_seconds
+        while True:
+            trajectory = self.emulator.trajectory(self.job.arn, tid)
+            if trajectory.rewards is not None or time.monotonic() >= deadline:
+                return trajectory
+            time.sleep(REWARD_POLL_S)
+
+    def _judge(
+        self, trajectory: TrajectoryRecord, transport_error: str | None, refusals: list[str], elapsed: float
+    ) -> tuple[str | None, bool]:
+        """(FailureReason or None, whether another attempt may fix it)."""
+        tid = trajectory.trajectory_id
+        generation = getattr(self.runtime, "generation", self.generation)
+        if generation != self.generation:
+            return (
+                f"{NO_SAMPLES} for rollout {tid}: the agent runtime {self.job.runtime_arn} was restarted "
+                f"while the job was running (generation {self.generation} -> {generation}), so its in-flight "
+                "rollouts never reached the policy. Never redeploy the agent while a job runs.",
+                False,
+            )
+        if transport_error is not None and trajectory.completion_status is None:
+            return (
+                f"Rollout {tid} could not be completed by the agent runtime {self.job.runtime_arn} "
+                f"after {self.attempts} attempt(s): {transport_error}",
+                True,
+            )
+        if trajectory.sample_count == 0:
+            cause = (
+                f"all {len(refusals)} of its sampling calls were refused ({refusals[-1]})"
+                if refusals
+                else "the agent never called the policy model"
+            )
+            return f"{NO_SAMPLES} for rollout {tid}: {cause}. A rollout must reach the policy at least once.", False
+        if trajectory.completion_status == fastlane.FAILED:
+            return (
+                f"Rollout {tid} failed: the agent reported CompleteRollout with status FAILED "
+                "(an error status or an exception in the handler). Always return a reward.",
+                False,
+            )
+        if trajectory.rewards is None:
+            arrived = (
+                "CompleteRollout arrived but UpdateReward never did"
+                if trajectory.is_complete
+                else "neither CompleteRollout nor UpdateReward arrived"
+            )
+            return (
+                f"No reward was received for rollout {tid} within rollout_timeout ({self.timeout_s:g} s): {arrived}.",
+                elapsed > self.timeout_s,
+            )
+        return None, False
+
+    def run(self, tasks: Sequence[RolloutTask]) -> list[RolloutOutcome]:
+        """Play tasks with bounded concurrency; results in task order (never completion order)."""
+        if not tasks:
+            return []
+        if self.workers == 1:
+            return [self.play(task) for task in tasks]
+        with fastlane.installed(), ThreadPoolExecutor(self.workers, f"rollout-{self.job.name}") as pool:
+            return list(pool.map(self.play, tasks))
+
+
+def _first_failure(outcomes: Sequence[RolloutOutcome]) -> str | None:
+    return next((o.failure for o in outcomes if o.failure), None)
+
+
+def _groups(outcomes: Sequence[RolloutOutcome]) -> list[list[RolloutOutcome]]:
+    by_prompt: dict[int, list[RolloutOutcome]] = {}
+    for outcome in outcomes:
+        by_prompt.setdefault(outcome.task.prompt_index, []).append(outcome)
+    return [sorted(by_prompt[p], key=lambda o: o.task.rollout_index) for p in sorted(by_prompt)]
+
+
+# --- MLflow ---------------------------------------------------------------------------------------
+
+
+class _MlflowLog:
+    """The job's MLflow run: parameters, the stand-in tag, metrics per step."""
+
+    def __init__(self, job: ReportingJob, options: RunnerOptions) -> None:
+        from mlflow.entities import Param, RunTag
+        from mlflow.tracking import MlflowClient
+
+        self.client = MlflowClient(tracking_uri=job.mlflow_tracking_uri)
+        self.finished = False
+        self.experiment_id, self.run_id = job.start_mlflow_run()
+        params = [Param(k, str(v)[:500]) for k, v in sorted(job.hyperparameters.items())]
+        tags = [
+            RunTag(STANDIN_TAG, STANDIN_TAG_VALUE),
+            RunTag("mtrl.offline.lane", options.lane),
+            RunTag("mtrl.offline.seed", str(options.seed)),
+            RunTag("mtrl.offline.base_model", str(getattr(job.config, "base_model", ""))),
+        ]
+        self.client.log_batch(self.run_id, params=params, tags=tags)
+
+    def log(self, values: dict[str, float], step: int) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        items = [Metric(k, float(v), now, step) for k, v in sorted(values.items()) if math.isfinite(float(v))]
+        for start in range(0, len(items), 900):  # MLflow takes at most 1,000 metrics per batch
+            self.client.log_batch(self.run_id, metrics=items[start : start + 900])
+
+    def finish(self, status: str) -> None:
+        """End the run (once; later calls do nothing)."""
+        if self.finished:
+            return
+        self.finished = True
+        self.client.set_terminated(self.run_id, status)
+
+    def fail_job(self, job: ReportingJob, reason: str) -> None:
+        # The run is closed first: the job turns terminal inside fail(), and whoever waits on it
+        # may read the run at once.
+        self.finish("FAILED")
+        job.fail(reason)
+
+
+# --- model packages -------------------------------------------------------------------------------
+
+_INDEX_LOCK = threading.Lock()
+
+
+def _index_path(directory: Path) -> Path:
+    return directory / PACKAGE_INDEX
+
+
+def register_adapter(directory: Path, package_arn: str, adapter_file: Path) -> None:
+    """Remember which adapter file a model package ARN holds (for evaluation and notebooks)."""
+    with _INDEX_LOCK:
+        path = _index_path(directory)
+        index = json.loads(path.read_text()) if path.is_file() else {}
+        index[package_arn] = str(adapter_file)
+        directory.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
+
+
+def adapter_for_package(package_arn: str, directory: Path = ADAPTER_DIR) -> Path | None:
+    """The adapter file behind a model package ARN a local job registered, or None."""
+    path = _index_path(directory)
+    if not path.is_file():
+        return None
+    found = json.loads(path.read_text()).get(package_arn)
+    return Path(found) if found else None
+
+
+def _starting_adapter(job: ReportingJob, options: RunnerOptions) -> Adapter | str:
+    """The base stand-in, or the input model package's adapter; a FailureReason string if missing."""
+    base_model = str(getattr(job.config, "base_model", ""))
+    package = getattr(job.config, "input_model_package_arn", None)
+    if not package:
+        return Adapter(seed=options.seed, base_model=base_model)
+    path = adapter_for_package(package, options.adapter_dir)
+    if path is None or not path.is_file():
+        return (
+            f"The input model package {package} holds no stand-in adapter trained on this machine "
+            f"(looked in {_index_path(options.adapter_dir)}); train one offline first."
+        )
+    return Adapter.load(path)
+
+
+# --- training ---------------------------------------------------------------------------------------
+
+
+def _batch_rows(rows: int, batch: int, step: int, seed: int) -> tuple[int, int, list[int]]:
+    """(epoch, step within epoch, row indices) of 1-based training step `step`.
+
+    Each epoch visits the rows in its own seeded order; a last, partial batch wraps around to
+    the start of that order so that every step plays `batch` prompts.
+    """
+    per_epoch = math.ceil(rows / batch)
+    epoch, within = divmod(step - 1, per_epoch)
+    order = np.random.default_rng([seed, epoch]).permutation(rows)
+    picks = [int(order[(within * batch + i) % rows]) for i in range(batch)]
+    return epoch + 1, within + 1, picks
+
+
+def _validation_due(step: int, total: int, every: int) -> bool:
+    return every > 0 and (step == 0 or step == total or step % every == 0)
+
+
+def _bill_sampling(job: ReportingJob, outcomes: Sequence[RolloutOutcome]) -> None:
+    job.add_billable_tokens(
+        prefill=sum(o.prefill_tokens for o in outcomes), sample=sum(o.sample_tokens for o in outcomes)
+    )
+
+
+def _records(outcomes: Sequence[RolloutOutcome]) -> list[list[metrics.RolloutRecord]]:
+    return [[o.record for o in group] for group in _groups(outcomes)]
+
+
+def _open(job: ReportingJob, options: RunnerOptions, policy: StandInPolicy) -> tuple[_JobSession, _MlflowLog]:
+    hp = job.hyperparameters
+    session = _JobSession(
+        job, options, policy, int(hp["rollout_max_concurrency"]), hp["rollout_timeout"], hp["rollout_max_retries"]
+    )
+    try:
+        return session, _MlflowLog(job, options)
+    except Exception:
+        session.close()
+        raise
+
+
+class _Training:
+    """One training job's loop: steps of rollouts, GRPO updates and metrics; validation between."""
+
+    def __init__(self, job: ReportingJob, options: RunnerOptions, adapter: Adapter) -> None:
+        hp = self.hp = job.hyperparameters
+        self.job, self.options, self.adapter = job, options, adapter
+        self.train_rows, self.val_rows = job.prompts("train"), job.prompts("validation")
+        self.batch, self.group = int(hp["global_batch_size"]), int(hp["group_size"])
+        self.per_epoch = math.ceil(len(self.train_rows) / self.batch)
+        self.total_steps = min(int(hp["max_steps"]), int(hp["max_epochs"]) * self.per_epoch)
+        self.val_every = int(hp["val_every"]) if self.val_rows else 0
+        self.config = grpo.GRPOConfig.from_hyperparameters(hp)
+        self.optimizer = grpo.Adam(self.config)
+        self.completed = 0
+
+    def run(self) -> None:
+        job, hp = self.job, self.hp
+        if self.config.advantage_method not in grpo.IMPLEMENTED_METHODS:
+            job.log(f"advantage_method {self.config.advantage_method} runs as group_based with the {LABEL}")
+        job.set_secondary("Training", f"Training with the {LABEL} on the {self.options.lane} lane")
+        self.session, self.mlflow = _open(job, self.options, StandInPolicy(self.adapter, seed=self.options.seed))
+        job.update_progress(
+            MaxEpoch=int(hp["max_epochs"]), StepsPerEpoch=self.per_epoch, CurrentEpoch=1, CurrentStep=0,
+            MaxSteps=self.total_steps, BatchSize=self.batch,
+        )
+        status = "FAILED"
+        try:
+            with fastlane.installed():
+                if not self._validate(0):
+                    return
+                for step in range(1, self.total_steps + 1):
+                    if job.should_stop():
+                        status = "KILLED"
+                        return
+                    if not self._step(step) or not self._validate(step):
+                        return
+            job.set_secondary("Uploading", f"Saving the {LABEL} adapter as the output model package")
+            _publish(job, self.options, self.adapter)
+            status = "FINISHED"
+        finally:
+            self.mlflow.finish(status)
+            self.session.close()
+
+    def _step(self, step: int) -> bool:
+        """One training step; False if it failed the job."""
+        hp, started = self.hp, time.monotonic()
+        epoch, within, rows = _batch_rows(len(self.train_rows), self.batch, step, self.options.seed)
+        self.job.update_progress(CurrentEpoch=epoch, CurrentStep=within)
+        sampling = (float(hp["temperature"]), float(hp["sampling_top_p"]), int(hp["sampling_max_tokens"]))
+        tasks = [
+            RolloutTask("train", step, row, r, self.train_rows[row], *sampling) for row in rows for r in range(self.group)
+        ]
+        self.session.before_batch("train", step, tasks)
+        outcomes = self.session.run(tasks)
+        rollout_seconds = time.monotonic() - started
+        _bill_sampling(self.job, outcomes)
+        failure = _first_failure(outcomes)
+        if failure:
+            self.mlflow.fail_job(self.job, failure)
+            return False
+        self.completed += len(outcomes)
+        self.job.set_rollout_info(total=self.total_steps * self.batch * self.group, completed=self.completed)
+
+        groups = _groups(outcomes)
+        advantages = [
+            grpo.group_advantages(
+                [o.record.reward for o in g], method=self.config.advantage_method,
+                scale_by_std=self.config.scale_by_std, eps=self.config.advantage_eps,
+            )
+            for g in groups
+        ]
+        batch = [grpo.TrajectorySample(float(a), o.traces) for g, adv in zip(groups, advantages) for o, a in zip(g, adv)]
+        update_started = time.monotonic()
+        self.adapter = grpo.update(self.adapter, batch, self.optimizer, step).adapter
+        update_seconds = time.monotonic() - update_started
+        policy = StandInPolicy(self.adapter, seed=self.options.seed)
+        self.session.set_policy(policy)
+        train_tokens = sum(o.record.tokens for o in outcomes)
+        self.job.add_billable_tokens(train=train_tokens)
+
+        records = [[o.record for o in g] for g in groups]
+        values = metrics.rollout_metrics(records, advantages, dispatched=len(tasks))
+        values.update(metrics.training_metrics(step, epoch, records, train_tokens))
+        adapter_norm = float(np.linalg.norm(self.adapter.weights))
+        values.update(metrics.standin_metrics(records, policy.format_probabilities(), adapter_norm))
+        values["timing_s/training"] = rollout_seconds
+        values["timing_s/policy_update"] = update_seconds
+        values["timing_s/step"] = time.monotonic() - started
+        self.mlflow.log(values, step)
+        return True
+
+    def _validate(self, step: int) -> bool:
+        """Validation at temperature 0, one rollout per row, when due; False if it failed the job."""
+        if not _validation_due(step, self.total_steps, self.val_every):
+            return True
+        started = time.monotonic()
+        max_tokens = int(self.hp["sampling_max_tokens"])
+        tasks = [RolloutTask("val", step, i, 0, row, 0.0, None, max_tokens) for i, row in enumerate(self.val_rows)]
+        outcomes = self.session.run(tasks)
+        _bill_sampling(self.job, outcomes)
+        failure = _first_failure(outcomes)
+        if failure:
+            self.mlflow.fail_job(self.job, failure)
+            return False
+        values = metrics.success_metrics(
+            "val", _records(outcomes), float(self.hp["success_threshold"]), self.hp["pass_k_values"]
+        )
+        values["timing_s/eval"] = time.monotonic() - started
+        self.mlflow.log(values, step)
+        return True
+
+
+def train(job: ReportingJob, options: RunnerOptions) -> None:
+    """The training runner's body (see the module docstring)."""
+    start = _starting_adapter(job, options)
+    if isinstance(start, str):
+        job.fail(start)
+        return
+    _Training(job, options, start).run()
+
+
+def _publish(job: ReportingJob, options: RunnerOptions, adapter: Adapter) -> None:
+    path = adapter.save(options.adapter_dir / f"{job.name}.json")
+    job.log(f"{LABEL} adapter saved to {path}")
+    if getattr(job.config, "output_model_package_group_arn", None):
+        arn = job.register_output_model_package(
+            f"Offline {LABEL} adapter (step {adapter.step}, seed {adapter.seed}) from job {job.name}; file {path.name}"
+        )
+        register_adapter(options.adapter_dir, arn, path)
+
+
+# --- evaluation -----------------------------------------------------------------------------------
+
+
+def evaluate(job: ReportingJob, options: RunnerOptions) -> None:
+    """The evaluation runner's body: eval_group_size rollouts per row at the requested temperature."""
+    hp = job.hyperparameters
+    start = _starting_adapter(job, options)
+    if isinstance(start, str):
+        job.fail(start)
+        return
+    rows = job.prompts("evaluation")
+    policy = StandInPolicy(start, seed=options.seed)
+    model = f"adapter step {start.step}" if start.step else "base"
+    job.set_secondary("Evaluating", f"Evaluating the {LABEL} ({model}) on the {options.lane} lane")
+    session, mlflow = _open(job, options, policy)
+    status = "FAILED"
+    try:
+        started = time.monotonic()
+        sampling = (float(hp["temperature"]), float(hp["sampling_top_p"]), int(hp["sampling_max_tokens"]))
+        tasks = [
+            RolloutTask("eval", 0, i, r, row, *sampling)
+            for i, row in enumerate(rows) for r in range(int(hp["eval_group_size"]))
+        ]
+        session.before_batch("eval", 0, tasks)
+        with fastlane.installed():
+            outcomes = session.run(tasks)
+        _bill_sampling(job, outcomes)
+        failure = _first_failure(outcomes)
+        if failure:
+            mlflow.fail_job(job, failure)
+            return
+        job.set_rollout_info(total=len(tasks), completed=len(outcomes))
+        records = _records(outcomes)
+        values = metrics.success_metrics("eval", records, float(hp["success_threshold"]), hp["pass_k_values"])
+        values.update(metrics.standin_metrics(records, policy.format_probabilities(), float(np.linalg.norm(start.weights))))
+        values["timing_s/eval"] = time.monotonic() - started
+        mlflow.log(values, 0)
+        job.set_secondary("Uploading", "Writing the evaluation results")
+        status = "FINISHED"
+    finally:
+        mlflow.finish(status)
+        session.close()
+
+
+# --- the runners the service calls ------------------------------------------------------------------
+
+
+def make_training_runner(**options: Any) -> Callable[[ReportingJob], None]:
+    """A training runner with course options (`RunnerOptions` fields: lane, seed, workers, fault, ...)."""
+    settings = RunnerOptions(**options)
+    return lambda job: train(job, settings)
+
+
+def make_evaluation_runner(**options: Any) -> Callable[[ReportingJob], None]:
+    """An evaluation runner with course options (as `make_training_runner`)."""
+    settings = RunnerOptions(**options)
+    return lambda job: evaluate(job, settings)
+
+
+def training_runner(job: ReportingJob) -> None:
+    """The default training runner: fast lane, the course's default seed."""
+    train(job, RunnerOptions())
+
+
+def evaluation_runner(job: ReportingJob) -> None:
+    """The default evaluation runner: fast lane, the course's default seed."""
+    evaluate(job, RunnerOptions())
+
+
+def install(service: Any = None, **options: Any) -> None:
+    """Install both runners (with `options`) on a local service (default: the offline backend's)."""
+    from mtrl_course.local.service import EVALUATION, TRAINING
+
+    if service is None:
+        from mtrl_course.aws import offline_backend
+
+        service = offline_backend().service
+    service.set_runner(TRAINING, make_training_runner(**options))
+    service.set_runner(EVALUATION, make_evaluation_runner(**options))

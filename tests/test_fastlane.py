@@ -1,0 +1,147 @@
+"""The fast lane: the real rollout handler in-process against the Job Runtime emulator.
+
+Throughput is measured by the benchmark, not asserted here."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from mtrl_course.local import fastlane
+from mtrl_course.local.jobruntime import JobRuntimeEmulator, ScriptedPolicy
+from mtrl_course.local.policy import StandInPolicy
+from wordle_agent import rollout
+from wordle_agent.reward import NO_PLAY_REWARD
+from wordle_agent.rollout import SYSTEM_PROMPT
+
+ACCOUNT = "123456789012"
+TASK = json.dumps({"prompt": "Guess the hidden 5-letter word.", "answer": "paste", "id": "row-1"})
+
+
+def job_arn(name: str) -> str:
+    return f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:job/AgentRFT/{name}"
+
+
+@pytest.fixture
+def emulator() -> JobRuntimeEmulator:
+    return JobRuntimeEmulator()
+
+
+def test_an_episode_records_every_sample_and_exactly_one_reward(emulator):
+    arn = job_arn("one-episode")
+    emulator.register_job(arn, StandInPolicy())
+    emulator.start_trajectory(arn, "t-0", rng_key=[1, 0, 0, 0, 0, 0])
+    episode = fastlane.play_episode(emulator, arn, "t-0", TASK, temperature=1.0, max_tokens=512)
+    record = emulator.trajectory(arn, "t-0")
+    assert episode.reported == "ready" and episode.error is None
+    assert (record.state, record.completion_status) == ("reward_received", "ready")
+    assert record.rewards == (episode.result["reward"],)
+    assert 1 <= record.sample_count <= 12
+    first = record.samples[0]
+    # The policy saw the OpenAI request OpenAIModel would send: system prompt, task, tools, params.
+    assert first.messages[0] == {"role": "system", "content": SYSTEM_PROMPT}
+    assert first.request["tools"][0]["function"]["name"] == "guess_word"
+    assert (first.temperature, first.max_tokens, first.stream) == (1.0, 512, False)
+    assert all(s.policy_trace and s.policy_trace["kind"] for s in record.samples)
+    # Every guess the trace chose reached the game: the next request carries its tool answer.
+    for earlier, later in zip(record.samples, record.samples[1:]):
+        assert earlier.policy_trace["word"] in later.messages[-1]["content"]
+    totals = emulator.token_totals(arn)
+    assert totals.prefill_tokens == record.prompt_tokens > 0 and totals.sample_requests == record.sample_count
+
+
+def test_the_same_slot_replays_the_same_game(emulator):
+    arn = job_arn("replay")
+    emulator.register_job(arn, StandInPolicy())
+    games = []
+    for tid in ("a", "b"):
+        emulator.start_trajectory(arn, tid, rng_key=[5, 0, 3, 9, 1, 0])
+        fastlane.play_episode(emulator, arn, tid, TASK, temperature=1.0)
+        games.append([s.tool_calls for s in emulator.trajectory(arn, tid).samples])
+    assert games[0] == games[1]
+
+
+def test_refused_sampling_calls_leave_no_samples_and_the_floor_reward(emulator):
+    arn = job_arn("refused")
+    emulator.register_job(arn, StandInPolicy())
+    emulator.fail_auth_for(arn)
+    emulator.start_trajectory(arn, "t-0")
+    episode = fastlane.play_episode(emulator, arn, "t-0", TASK, temperature=1.0)
+    record = emulator.trajectory(arn, "t-0")
+    assert record.sample_count == 0 and record.rewards == (NO_PLAY_REWARD,)
+    # The handler re-signed and retried after each 403, and the lane kept every refusal.
+    assert len(episode.refusals) >= 2 and all(r.startswith("403 Authentication failed") for r in episode.refusals)
+
+
+@pytest.mark.parametrize(
+    ("result", "reported", "state", "rewards"),
+    [
+        ({"reward": 1.25}, "ready", "reward_received", (1.25,)),
+        ({"reward": [0.1, 0.9]}, "ready", "reward_received", (0.1, 0.9)),
+        ({"status": "error", "error": "boom"}, "failed", "reward_received", (0.0,)),
+        ({"status": "done"}, "complete-only", "ready", None),
+        ({"status": "skipped"}, "nothing", "in_progress", None),
+        ("not a dict", "nothing", "in_progress", None),
+    ],
+)
+def test_results_are_reported_as_the_sdk_decorator_reports_them(emulator, result, reported, state, rewards):
+    arn = job_arn("report")
+    emulator.register_job(arn, ScriptedPolicy(["hi"]))
+    emulator.start_trajectory(arn, "t")
+    assert fastlane.report_result(emulator, arn, "t", result) == reported
+    record = emulator.trajectory(arn, "t")
+    assert (record.state, record.rewards) == (state, rewards)
+
+
+def test_a_handler_exception_is_reported_as_a_failed_rollout(emulator):
+    arn = job_arn("raises")
+    emulator.register_job(arn, StandInPolicy())
+    emulator.start_trajectory(arn, "t")
+
+    def broken(payload: dict) -> dict:
+        raise RuntimeError("the agent crashed")
+
+    episode = fastlane.play_episode(emulator, arn, "t", TASK, temperature=1.0, handler=broken)
+    assert episode.reported == "failed" and "the agent crashed" in episode.error
+    assert emulator.trajectory(arn, "t").completion_status == "failed"
+
+
+def test_other_threads_keep_the_factory_installed_before_the_fast_lane():
+    built = []
+
+    def sentinel(endpoint: str, params: dict) -> str:
+        built.append(endpoint)
+        return "sentinel-model"
+
+    with rollout.use_model_factory(sentinel):
+        with fastlane.installed():
+            factory = rollout.current_model_factory()
+            assert factory is not sentinel
+            answers = []
+            worker = threading.Thread(target=lambda: answers.append(factory("http://127.0.0.1:1", {})))
+            worker.start()
+            worker.join()
+            assert answers == ["sentinel-model"] and built == ["http://127.0.0.1:1"]
+        assert rollout.current_model_factory() is sentinel
+
+
+def test_streamed_events_carry_text_tool_calls_and_usage():
+    response = {
+        "choices": [
+            {
+                "message": {
+                    "content": "Going with CRANE.",
+                    "tool_calls": [{"id": "c1", "function": {"name": "guess_word", "arguments": '{"guess": "CRANE"}'}}],
+                }
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 7},
+    }
+    events = fastlane.completion_events(response)
+    assert events[0] == {"messageStart": {"role": "assistant"}}
+    assert {"contentBlockDelta": {"delta": {"text": "Going with CRANE."}}} in events
+    assert {"contentBlockDelta": {"delta": {"toolUse": {"input": '{"guess": "CRANE"}'}}}} in events
+    assert events[-2] == {"messageStop": {"stopReason": "tool_use"}}
+    assert events[-1]["metadata"]["usage"] == {"inputTokens": 10, "outputTokens": 7, "totalTokens": 17}

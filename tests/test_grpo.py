@@ -1,0 +1,139 @@
+"""GRPO for the stand-in: group advantages, the analytic gradient, one update step, clipping and
+determinism."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mtrl_course.local import grpo
+from mtrl_course.local.policy import (
+    BASE_WEIGHTS,
+    FORMAT_ROBUST_RADIUS,
+    N_FEATURES,
+    NO_CALL,
+    RAW_TEXT,
+    TOOL_CALL,
+    Adapter,
+    format_logits_for,
+    softmax,
+)
+
+CANDIDATES = 6
+
+
+def make_trace(vector: np.ndarray, chosen: int, fmt: int = TOOL_CALL, temperature: float = 1.0, seed: int = 0) -> dict:
+    """A policy trace as the policy records it, sampled under adapter `vector`."""
+    features = np.random.default_rng(seed).normal(size=(CANDIDATES, N_FEATURES))
+    probs = softmax(features @ (BASE_WEIGHTS + vector[:N_FEATURES]), temperature)
+    fprobs = softmax(format_logits_for(vector), temperature)
+    logp = math.log(fprobs[fmt]) + (math.log(probs[chosen]) if fmt != NO_CALL else 0.0)
+    return {"kind": "guess", "features": features, "chosen": chosen, "format": fmt, "temperature": temperature, "logp": logp}
+
+
+def logp(vector: np.ndarray, trace: dict) -> float:
+    _, value = grpo._turn_gradient(vector, trace)
+    return value
+
+
+def test_group_advantages_are_relative_to_the_group():
+    advantages = grpo.group_advantages([1.5, -0.5, -0.5, 1.5])
+    assert np.allclose(advantages, [1, -1, -1, 1], atol=1e-5)
+    assert grpo.group_advantages([1.2, 0.2, 0.7]).sum() == pytest.approx(0.0, abs=1e-12)
+    # Dr. GRPO: only the mean is subtracted.
+    assert np.allclose(grpo.group_advantages([1.5, -0.5], scale_by_std=False), [1.0, -1.0])
+    # Leave-one-out: each rollout against the mean of the others.
+    assert np.allclose(grpo.group_advantages([3.0, 0.0, 0.0], method="rloo", scale_by_std=False), [3.0, -1.5, -1.5])
+
+
+@pytest.mark.parametrize("rewards", [[1.3, 1.3, 1.3, 1.3], [-0.5, -0.5], [0.7]])
+def test_a_group_whose_rewards_tie_has_zero_advantage(rewards):
+    assert np.array_equal(grpo.group_advantages(rewards), np.zeros(len(rewards)))
+
+
+def test_the_analytic_gradient_matches_finite_differences():
+    rng = np.random.default_rng(3)
+    # Outside the format radius, so the drift term's gradient is exercised too.
+    vector = np.concatenate([rng.normal(size=N_FEATURES) * 5, rng.normal(size=3)])
+    assert np.linalg.norm(vector[:N_FEATURES]) > FORMAT_ROBUST_RADIUS
+    for fmt in (TOOL_CALL, RAW_TEXT, NO_CALL):
+        trace = make_trace(vector, chosen=2, fmt=fmt, temperature=0.7, seed=fmt)
+        grad, _ = grpo._turn_gradient(vector, trace)
+        numeric = np.zeros_like(vector)
+        for i in range(vector.size):
+            step = np.zeros_like(vector)
+            step[i] = 1e-6
+            numeric[i] = (logp(vector + step, trace) - logp(vector - step, trace)) / 2e-6
+        assert np.allclose(grad, numeric, atol=1e-5), (fmt, grad, numeric)
+
+
+@pytest.mark.parametrize("advantage", [1.0, -1.0])
+def test_an_update_moves_the_log_probability_with_the_advantage(advantage):
+    adapter = Adapter()
+    trace = make_trace(adapter.vector(), chosen=4)
+    before = logp(adapter.vector(), trace)
+    optimizer = grpo.Adam(grpo.GRPOConfig())
+    result = grpo.update(adapter, [grpo.TrajectorySample(advantage, [trace])], optimizer, step=1)
+    after = logp(result.adapter.vector(), trace)
+    assert (after - before) * advantage > 0
+    assert result.adapter.step == 1 and result.stats.trajectories_used == 1
+
+
+def test_zero_advantage_batches_change_nothing():
+    adapter = Adapter()
+    trace = make_trace(adapter.vector(), chosen=1)
+    optimizer = grpo.Adam(grpo.GRPOConfig())
+    result = grpo.update(adapter, [grpo.TrajectorySample(0.0, [trace])] * 4, optimizer, step=1)
+    assert np.array_equal(result.adapter.vector(), adapter.vector())
+    assert optimizer.t == 0 and result.stats.trajectories_used == 0
+
+
+def test_greedy_and_closing_turns_carry_no_gradient():
+    adapter = Adapter()
+    greedy = dict(make_trace(adapter.vector(), chosen=1), logp=None)
+    closing = {"kind": "closing", "temperature": 1.0}
+    grad, stats = grpo.policy_gradient(adapter.vector(), [grpo.TrajectorySample(1.0, [greedy, closing])], grpo.GRPOConfig())
+    assert not grad.any() and stats.turns == 0
+
+
+def test_ppo_clipping_drops_turns_whose_ratio_is_past_the_bound():
+    adapter = Adapter()
+    trace = make_trace(adapter.vector(), chosen=3)
+    stale = dict(trace, logp=trace["logp"] - 1.0)  # sampled when the action was e times less likely
+    batch = [grpo.TrajectorySample(1.0, [stale])]
+    _, ppo = grpo.policy_gradient(adapter.vector(), batch, grpo.GRPOConfig(loss_fn="ppo"))
+    assert ppo.clipped_turns == 1
+    grad, plain = grpo.policy_gradient(adapter.vector(), batch, grpo.GRPOConfig(loss_fn="importance_sampling"))
+    assert plain.clipped_turns == 0 and grad.any()
+    fresh, _ = grpo.policy_gradient(adapter.vector(), [grpo.TrajectorySample(1.0, [trace])], grpo.GRPOConfig())
+    # Importance sampling weights the stale turn by its ratio, e^1.
+    assert np.allclose(grad, math.e * fresh)
+
+
+def test_the_step_size_follows_learning_rate_and_alpha_over_rank():
+    base = grpo.GRPOConfig(learning_rate=1e-5, lora_alpha=64, lora_rank=32)
+    assert grpo.GRPOConfig(learning_rate=2e-5, lora_alpha=64, lora_rank=32).step_size == pytest.approx(2 * base.step_size)
+    assert grpo.GRPOConfig(learning_rate=1e-5, lora_alpha=64, lora_rank=64).step_size == pytest.approx(base.step_size / 2)
+    config = grpo.GRPOConfig.from_hyperparameters({"learning_rate": 3e-5, "loss_fn": "cispo", "group_size": 8})
+    assert (config.learning_rate, config.loss_fn) == (3e-5, "cispo")
+    with pytest.raises(ValueError, match="loss_fn"):
+        grpo.GRPOConfig(loss_fn="sgd")
+
+
+def test_updates_are_deterministic():
+    rng = np.random.default_rng(11)
+    adapter = Adapter()
+    batch = []
+    for i, advantage in enumerate(rng.normal(size=12)):
+        traces = [make_trace(adapter.vector(), chosen=int(rng.integers(CANDIDATES)), seed=i * 10 + t) for t in range(3)]
+        batch.append(grpo.TrajectorySample(float(advantage), traces))
+    results = []
+    for _ in range(2):
+        optimizer, current = grpo.Adam(grpo.GRPOConfig()), adapter
+        for step in range(1, 4):
+            current = grpo.update(current, batch, optimizer, step).adapter
+        results.append(current.vector())
+    assert results[0].tobytes() == results[1].tobytes()
+    assert not np.array_equal(results[0], adapter.vector())

@@ -1,0 +1,455 @@
+"""The committed notebooks are well kept: fresh outputs, clean metadata, the shared skeleton.
+
+Fast checks on the files as committed (nothing is executed, except the one slow test that runs
+the template through the executor). nbval then re-executes them and compares outputs; these
+tests catch what nbval cannot see: a cell edited after its outputs were stored, counts missing
+(nbval silently skips such cells), editor metadata, a live step without its guard.
+
+Each check is a function returning problems, so the tests below can also prove that every
+check fires on a notebook that breaks its rule.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from mtrl_course import catalog, config, notebook, notebooks_run
+
+NOTEBOOK_FILES = sorted(config.NOTEBOOKS_DIR.glob("*.ipynb"))
+LIVE_CHECK = re.compile(r"\bnb\.(?:is_live|live_only|run_live)\b")
+SHELL_ESCAPE = re.compile(r"^\s*!|%sx\b|%system\b|get_ipython\(\)\.system\(", re.M)
+CELL_MAGIC_SHELL = re.compile(r"^\s*%%(?:bash|sh|script|system)\b")
+PIP_INSTALL = re.compile(r"\bpip3?\b['\",\s]+install\b")
+NBVAL_SKIP_COMMENT = re.compile(r"^\s*#\s*NBVAL_SKIP\s*$", re.M)
+INSTALL_NOTEBOOK = "00"
+
+
+def _id(path: Path) -> str:
+    return path.name
+
+
+def _nn(path: Path) -> str:
+    return notebooks_run.notebook_id(path) or notebook.TEMPLATE_ID
+
+
+def code_cells(nb: Any) -> list[Any]:
+    return [cell for cell in nb.cells if cell.cell_type == "code"]
+
+
+# ------------------------------------------------------------------------------------ checks
+def check_counts(nb: Any) -> list[str]:
+    counts = [cell.execution_count for cell in code_cells(nb)]
+    if counts != list(range(1, len(counts) + 1)):
+        return [f"execution counts are {counts}, expected 1..{len(counts)} in order: re-run make notebooks"]
+    return []
+
+
+def check_hashes(nb: Any) -> list[str]:
+    found = []
+    for index, cell in enumerate(code_cells(nb), 1):
+        stored = cell.metadata.get(notebooks_run.HASH_KEY, {}).get(notebooks_run.HASH_FIELD)
+        if stored != notebooks_run.source_sha(cell.source):
+            found.append(f"code cell {index}: stale outputs (source edited after the run): re-run make notebooks")
+    return found
+
+
+def check_errors(nb: Any) -> list[str]:
+    return [
+        f"code cell {index}: error output {output.get('ename')}: {output.get('evalue')}"
+        for index, cell in enumerate(code_cells(nb), 1)
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "error" and notebooks_run.RAISES_TAG not in notebooks_run.tags(cell)
+    ]
+
+
+def check_stderr(nb: Any) -> list[str]:
+    return [
+        f"code cell {index}: stderr in the stored output; quiet it or tag the cell {notebooks_run.STDERR_OK_TAG}"
+        for index, cell in enumerate(code_cells(nb), 1)
+        if notebooks_run.STDERR_OK_TAG not in notebooks_run.tags(cell)
+        and any(o.get("output_type") == "stream" and o.get("name") == "stderr" for o in cell.get("outputs", []))
+    ]
+
+
+def check_metadata(nb: Any) -> list[str]:
+    found = []
+    extra = set(nb.metadata) - notebooks_run.NOTEBOOK_METADATA_KEYS
+    if extra:
+        found.append(f"notebook metadata has volatile keys {sorted(extra)}")
+    if nb.metadata.get("kernelspec") != notebooks_run.KERNELSPEC:
+        found.append(f"kernelspec is {nb.metadata.get('kernelspec')}, expected {notebooks_run.KERNELSPEC}")
+    extra = set(nb.metadata.get("language_info", {})) - notebooks_run.LANGUAGE_INFO_KEYS
+    if extra:
+        found.append(f"language_info has volatile keys {sorted(extra)}")
+    for index, cell in enumerate(nb.cells, 1):
+        extra = set(cell.get("metadata", {})) - notebooks_run.CELL_METADATA_KEYS
+        if extra:
+            found.append(f"cell {index} metadata has volatile keys {sorted(extra)}")
+    return found
+
+
+def check_bootstrap(nb: Any, nn: str) -> list[str]:
+    cells = code_cells(nb)
+    if not cells or cells[0].source != notebook.bootstrap_source(nn):
+        return [f"the first code cell must be exactly notebook.bootstrap_source({nn!r})"]
+    missing = set(notebook.BOOTSTRAP_TAGS) - set(notebooks_run.tags(cells[0]))
+    return [f"the bootstrap cell lacks the tags {sorted(missing)}"] if missing else []
+
+
+def check_generated_cells(nb: Any, nn: str) -> list[str]:
+    found = []
+    for tag, position in ((notebooks_run.BANNER_TAG, 0), (notebooks_run.NEXT_TAG, len(nb.cells) - 1)):
+        tagged = [i for i, cell in enumerate(nb.cells) if tag in notebooks_run.tags(cell)]
+        if tagged != [position] or nb.cells[position].cell_type != "markdown":
+            found.append(f"one markdown cell tagged {tag!r} must be at position {position}; found {tagged}")
+    if nn != notebook.TEMPLATE_ID and not found:
+        if nb.cells[0].source != catalog.banner_markdown(nn):
+            found.append("the banner differs from the catalog: run `mtrl notebooks sync`")
+        if nb.cells[-1].source != catalog.next_markdown(nn):
+            found.append("the next cell differs from the catalog: run `mtrl notebooks sync`")
+    return found
+
+
+def _has_nbval_skip(cell: Any) -> bool:
+    return notebooks_run.NBVAL_SKIP_TAG in notebooks_run.tags(cell) or bool(NBVAL_SKIP_COMMENT.search(cell.source))
+
+
+def check_live_cells(nb: Any, nn: str) -> list[str]:
+    found = []
+    for index, cell in enumerate(code_cells(nb), 1):
+        live_only = notebooks_run.LIVE_ONLY_TAG in notebooks_run.tags(cell)
+        if CELL_MAGIC_SHELL.match(cell.source):
+            found.append(f"code cell {index}: %%bash-style cells cannot check the mode; use nb.run_live(...)")
+        if SHELL_ESCAPE.search(cell.source) and not live_only:
+            found.append(f"code cell {index}: a shell escape outside a cell tagged {notebooks_run.LIVE_ONLY_TAG!r}")
+        if live_only and not LIVE_CHECK.search(cell.source):
+            found.append(f"code cell {index}: live-only cell without a mode check in code (nb.is_live, nb.live_only, nb.run_live)")
+        if live_only and not _has_nbval_skip(cell):
+            found.append(f"code cell {index}: live-only cell without the nbval-skip tag or # NBVAL_SKIP")
+        if PIP_INSTALL.search(cell.source) and nn != INSTALL_NOTEBOOK:
+            found.append(f"code cell {index}: pip install belongs in 00 only")
+        if not cell.source.strip():
+            found.append(f"code cell {index}: empty code cell")
+    return found
+
+
+def all_problems(nb: Any, nn: str) -> list[str]:
+    return [
+        *check_counts(nb), *check_hashes(nb), *check_errors(nb), *check_stderr(nb), *check_metadata(nb),
+        *check_bootstrap(nb, nn), *check_generated_cells(nb, nn), *check_live_cells(nb, nn),
+    ]
+
+
+# ------------------------------------------------------------------------ committed notebooks
+def test_there_are_notebooks_to_check() -> None:
+    assert notebooks_run.TEMPLATE_PATH in NOTEBOOK_FILES, "notebooks/_template.ipynb is missing"
+
+
+@pytest.mark.parametrize("path", NOTEBOOK_FILES, ids=_id)
+def test_notebook_is_in_the_catalog_or_private(path: Path) -> None:
+    assert notebooks_run.notebook_id(path) or path.name.startswith("_"), (
+        f"{path.name} is not in agent_src/mtrl_course/catalog.py (names are NN_slug.ipynb; a draft starts with _)"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOK_FILES, ids=_id)
+def test_notebook_hygiene(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    problems = all_problems(nb, _nn(path))
+    assert not problems, f"{path.name}:\n  " + "\n  ".join(problems)
+
+
+# ------------------------------------------------------------- each check catches its breakage
+@pytest.fixture()
+def template() -> Any:
+    return nbformat.read(notebooks_run.TEMPLATE_PATH, as_version=4)
+
+
+def _code(nb: Any, index: int) -> Any:
+    return code_cells(nb)[index]
+
+
+def test_the_template_passes_every_check(template: Any) -> None:
+    assert all_problems(template, notebook.TEMPLATE_ID) == []
+
+
+def test_missing_or_shuffled_counts_are_caught(template: Any) -> None:
+    _code(template, 1).execution_count = None
+    assert check_counts(template)
+
+
+def test_an_edited_cell_is_stale(template: Any) -> None:
+    _code(template, 1).source += "\nprint('edited')"
+    assert "stale outputs" in check_hashes(template)[0]
+
+
+def test_error_outputs_are_caught_unless_expected(template: Any) -> None:
+    cell = _code(template, 1)
+    cell.outputs.append(nbformat.v4.new_output("error", ename="ValueError", evalue="boom", traceback=[]))
+    assert check_errors(template)
+    cell.metadata["tags"] = [notebooks_run.RAISES_TAG]
+    assert not check_errors(template)
+
+
+def test_stderr_is_caught_unless_tagged(template: Any) -> None:
+    cell = _code(template, 1)
+    cell.outputs.append(nbformat.v4.new_output("stream", name="stderr", text="WARNING noisy\n"))
+    assert check_stderr(template)
+    cell.metadata["tags"] = [notebooks_run.STDERR_OK_TAG]
+    assert not check_stderr(template)
+
+
+def test_volatile_metadata_is_caught_and_normalise_removes_it(template: Any) -> None:
+    template.metadata["widgets"] = {"state": {}}
+    template.metadata["language_info"]["version"] = "3.11.7"
+    template.metadata["kernelspec"] = {"name": "conda-env-mtrl-py", "display_name": "mtrl", "language": "python"}
+    _code(template, 1).metadata["execution"] = {"iopub.execute_input": "2026-11-30T08:01:41Z"}
+    _code(template, 1).metadata["ExecuteTime"] = {"end_time": "2026-11-30T08:01:41Z"}
+    assert len(check_metadata(template)) == 4
+    notebooks_run.normalise(template)
+    assert check_metadata(template) == []
+    assert check_hashes(template) == []
+
+
+def test_a_changed_bootstrap_is_caught(template: Any) -> None:
+    _code(template, 0).source = _code(template, 0).source.replace("_template", "05")
+    assert check_bootstrap(template, notebook.TEMPLATE_ID)
+    fresh = nbformat.read(notebooks_run.TEMPLATE_PATH, as_version=4)
+    _code(fresh, 0).metadata["tags"] = ["bootstrap"]
+    assert check_bootstrap(fresh, notebook.TEMPLATE_ID) == ["the bootstrap cell lacks the tags ['nbval-ignore-output']"]
+
+
+def test_a_drifted_banner_is_caught_and_sync_fixes_it(template: Any) -> None:
+    template.cells[0].source = "# 05 · Launch training\n\nold text"
+    template.cells[-1].source = "**Next:** somewhere"
+    assert len(check_generated_cells(template, "05")) == 2
+    assert notebooks_run._sync_generated(template, "05") is True
+    assert check_generated_cells(template, "05") == []
+    assert notebooks_run._sync_generated(template, "05") is False
+
+
+def test_sync_adds_missing_generated_cells(template: Any) -> None:
+    template.cells = [c for c in template.cells if not set(notebooks_run.tags(c)) & {"banner", "next"}]
+    assert check_generated_cells(template, "04")
+    notebooks_run._sync_generated(template, "04")
+    assert check_generated_cells(template, "04") == []
+    nbformat.validate(template)
+
+
+@pytest.mark.parametrize(
+    ("source", "tags", "expected"),
+    [
+        ("!aws s3 ls", [], "outside a cell tagged"),
+        ("if nb.is_live:\n    !aws s3 ls", ["live-only"], "without the nbval-skip"),
+        ("!aws s3 ls", ["live-only", "nbval-skip"], "without a mode check"),
+        ("%%bash\naws s3 ls", [], "%%bash-style"),
+        ("%pip install requests", [], "pip install belongs in 00"),
+        ("import subprocess; subprocess.run(['pip', 'install', 'x'])", [], "pip install belongs in 00"),
+        ("print('pip is how you install packages')", [], None),
+        ("   ", [], "empty code cell"),
+    ],
+)
+def test_live_and_install_rules(template: Any, source: str, tags: list[str], expected: str | None) -> None:
+    cell = _code(template, 1)
+    cell.source, cell.metadata["tags"] = source, tags
+    problems = check_live_cells(template, notebook.TEMPLATE_ID)
+    if expected is None:
+        assert problems == []
+    else:
+        assert any(expected in p for p in problems), problems
+
+
+def test_guarded_live_cells_pass(template: Any) -> None:
+    cell = _code(template, 1)
+    cell.source = "# NBVAL_SKIP\nif nb.is_live:\n    !agentcore deploy"
+    cell.metadata["tags"] = ["live-only"]
+    assert check_live_cells(template, notebook.TEMPLATE_ID) == []
+    cell.source = "%pip install -r requirements.lock"
+    cell.metadata["tags"] = []
+    assert check_live_cells(template, INSTALL_NOTEBOOK) == []
+
+
+# ------------------------------------------------------------------------- the toolkit side
+def test_bootstrap_source_names_the_notebook() -> None:
+    source = notebook.bootstrap_source("05")
+    assert source.splitlines()[-1] == 'nb = notebook.setup("05")'
+    assert source.startswith("# Bootstrap:")
+    compile(source, "bootstrap", "exec")
+
+
+def test_setup_rejects_an_unknown_notebook() -> None:
+    with pytest.raises(KeyError, match="'42'"):
+        notebook.setup("42")
+
+
+def _context(tmp_path: Path, mode: config.Mode = config.Mode.OFFLINE) -> notebook.NotebookContext:
+    return notebook.NotebookContext(nn="05", mode=mode, region="us-east-1", interactive=False, figures_dir=tmp_path)
+
+
+def test_save_figure_names_and_writes_a_deterministic_png(tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    context = _context(tmp_path)
+
+    def draw() -> Any:
+        fig, ax = plt.subplots()
+        ax.plot([1, 2, 3], [3, 1, 2])
+        return fig
+
+    with pytest.raises(ValueError, match="'05_<lower_snake_case>'"):
+        context.save_figure(draw(), "06_wrong_notebook")
+    with pytest.raises(ValueError):
+        context.save_figure(draw(), "05_curve.png")
+    plt.close("all")
+    context.save_figure(draw(), "05_curve")
+    first = (tmp_path / "05_curve.png").read_bytes()
+    context.save_figure(draw(), "05_curve")
+    assert (tmp_path / "05_curve.png").read_bytes() == first
+    assert b"Software" not in first and b"Matplotlib" not in first
+    assert plt.get_fignums() == []  # closed, so the inline backend cannot show it twice
+
+
+def test_table_plain_text_is_rounded_and_truncated(capsys: pytest.CaptureFixture[str]) -> None:
+    context = _context(Path("."))
+    context.table([{"word": "CRANE", "bits": 5.7431}] * 3, max_rows=2)
+    out = capsys.readouterr().out
+    assert "5.743" in out and "5.7431" not in out
+    assert "(first 2 of 3 rows)" in out
+    context.table({"solve rate": 0.5})
+    assert "solve rate" in capsys.readouterr().out
+
+
+def test_show_source_shows_course_code_only(capsys: pytest.CaptureFixture[str]) -> None:
+    from wordle_agent import game
+
+    context = _context(Path("."))
+    context.show_source(game.score_guess)
+    out = capsys.readouterr().out
+    assert out.startswith("`agent_src/wordle_agent/game.py`")
+    assert "def score_guess(" in out
+    with pytest.raises(ValueError, match="agent_src/ only"):
+        context.show_source(pytest.fixture)
+
+
+def test_live_helpers_do_nothing_offline(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    context = _context(tmp_path)
+    calls = []
+    assert context.live_only("spend money", lambda: calls.append(1)) is None
+    assert context.live_only("read", lambda: 1, offline=lambda: 2) == 2
+    assert context.run_live("agentcore deploy --yes", cwd=config.REPO_ROOT / "agent_src") is None
+    out = capsys.readouterr().out
+    assert calls == []
+    assert "offline: skipped, live only: spend money" in out
+    assert "offline: would run `agentcore deploy --yes` in agent_src/" in out
+
+
+def test_run_live_runs_and_reports_failures_in_live_mode(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    context = _context(tmp_path, config.Mode.LIVE)
+    assert context.run_live([sys.executable, "-c", "print('hello from live')"]) == 0
+    assert "hello from live" in capsys.readouterr().out
+    with pytest.raises(RuntimeError, match="exited with status 3"):
+        context.run_live([sys.executable, "-c", "raise SystemExit(3)"])
+
+
+def test_kernel_env_is_offline_and_has_no_aws_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MTRL_MODE", "live")
+    monkeypatch.setenv("AWS_PROFILE", "someone")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    env = notebooks_run.kernel_env()
+    assert env["MTRL_MODE"] == "offline" and env[notebook.BATCH_ENV_VAR] == "1"
+    assert not [name for name in env if name.startswith("AWS_")]
+    assert "MPLBACKEND" not in env
+
+
+def test_resolve_selection() -> None:
+    assert notebooks_run.resolve(["_template"]) == [notebooks_run.TEMPLATE_PATH]
+    assert notebooks_run.resolve(None)[-1] == notebooks_run.TEMPLATE_PATH
+    with pytest.raises(FileNotFoundError, match="'no_such_notebook'"):
+        notebooks_run.resolve(["no_such_notebook"])
+
+
+def test_executing_the_template_reproduces_the_committed_file(tmp_path: Path) -> None:
+    """The executor end to end: a fresh kernel gives byte-identical outputs and metadata."""
+    copy = tmp_path / notebooks_run.TEMPLATE_PATH.name
+    shutil.copy(notebooks_run.TEMPLATE_PATH, copy)
+    row = notebooks_run.execute(copy)
+    assert row["status"] == "ok" and row["cells"] == len(code_cells(nbformat.read(copy, as_version=4)))
+    assert copy.read_text() == notebooks_run.TEMPLATE_PATH.read_text(), "stale template outputs: re-run make notebooks"
+
+
+# ------------------------------------------------------------------------------ the nbval setup
+NBVAL_PROBE_CELLS = {
+    # stored output -> what the fresh run prints; only the sanitizer makes these equal
+    "import uuid; print(uuid.uuid4())": "9f0c3b2e-1d4a-4c55-8a1e-0b2c3d4e5f60\n",
+    "print(f'ran in {__import__(\"time\").perf_counter() % 7:.2f} s')": "ran in 1.23 s\n",
+    # stderr is not compared
+    "import sys; print('noise', file=sys.stderr); print('kept')": "kept\n",
+}
+
+
+def _probe_notebook(path: Path, last_output: str) -> None:
+    cells = []
+    for count, (source, text) in enumerate([*NBVAL_PROBE_CELLS.items(), ("print('answer: 42')", last_output)], 1):
+        cell = nbformat.v4.new_code_cell(source, execution_count=count)
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+        cells.append(cell)
+    nb = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": notebooks_run.KERNELSPEC})
+    nbformat.write(nb, str(path))
+
+
+@pytest.mark.slow
+def test_nbval_plugin_sanitizes_marks_and_compares(tmp_path: Path) -> None:
+    """pytest -p notebooks_conftest_plugin --nbval: sanitizer and stderr skip by default, real diffs fail."""
+    import subprocess
+
+    good, bad = tmp_path / "good.ipynb", tmp_path / "bad.ipynb"
+    _probe_notebook(good, "answer: 42\n")
+    _probe_notebook(bad, "answer: 41\n")
+    tests_dir = Path(__file__).parent
+    command = [sys.executable, "-m", "pytest", "-p", "notebooks_conftest_plugin", "--nbval", "-q", "-p", "no:cacheprovider",
+               "--rootdir", str(tmp_path), "-o", f"pythonpath={tests_dir}", "-c", "/dev/null"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    ran = subprocess.run([*command, str(good), str(bad)], capture_output=True, text=True, env=env, timeout=180)
+    summary = ran.stdout.strip().splitlines()[-1]
+    assert "1 failed, 7 passed" in summary, ran.stdout[-3000:]
+    assert "bad.ipynb::Cell 3" in ran.stdout
+    deselected = subprocess.run([*command, "-m", "not notebooks", str(good)], capture_output=True, text=True, env=env, timeout=180)
+    assert "4 deselected" in deselected.stdout, deselected.stdout[-2000:]
+
+
+def test_normalise_merges_split_stream_outputs(template: Any) -> None:
+    cell = _code(template, 1)
+    cell.outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="offline: skipped"),
+        nbformat.v4.new_output("stream", name="stdout", text="\n"),
+        nbformat.v4.new_output("stream", name="stderr", text="warn\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="after\n"),
+    ]
+    notebooks_run.normalise(template)
+    assert [(o.name, o.text) for o in cell.outputs] == [
+        ("stdout", "offline: skipped\n"), ("stderr", "warn\n"), ("stdout", "after\n"),
+    ]
+
+
+def test_run_without_store_leaves_the_file_alone(tmp_path: Path) -> None:
+    copy = tmp_path / notebooks_run.TEMPLATE_PATH.name
+    shutil.copy(notebooks_run.TEMPLATE_PATH, copy)
+    nb = nbformat.read(copy, as_version=4)
+    _code(nb, 2).outputs = []
+    nbformat.write(nb, str(copy))
+    before = copy.read_bytes()
+    results = notebooks_run.run([str(copy)], store=False)
+    assert [r["status"] for r in results] == ["ok"]
+    assert copy.read_bytes() == before

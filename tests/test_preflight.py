@@ -1,0 +1,196 @@
+"""Notebook 00's toolkit: the preflight verdicts (pure, with made-up facts), the offline preflight
+against the offline backend, the live fact-gathering with a stub session, and the architecture
+figure (deterministic, every rollout step drawn)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from mtrl_course import architecture, aws, config, preflight
+from mtrl_course.preflight import FAIL, OK, STAND_IN, WARN, Facts
+
+# Built at run time so no real-looking account ID is written in a committed file.
+REAL_LOOKING = "4" + "0" * 7 + "9876"
+
+
+def statuses(rows):
+    return {row.check: row.status for row in rows}
+
+
+def good_live_facts(**changes) -> Facts:
+    facts = Facts(
+        live=True, region="us-west-2", credential_source="sso", identity_arn=f"arn:aws:sts::{REAL_LOOKING}:assumed-role/R/s",
+        botocore_version="1.44.8", knows_create_job=True, running_jobs={"AgentRFT": 0, "AgentRFTEvaluation": 0},
+        node_version="22.3.0", agentcore_cli="/usr/bin/agentcore", uv="/usr/bin/uv",
+    )
+    for key, value in changes.items():
+        setattr(facts, key, value)
+    return facts
+
+
+# --- pure verdicts --------------------------------------------------------------------------------
+
+
+def test_version_tuple():
+    assert preflight.version_tuple("1.43.20") == (1, 43, 20)
+    assert preflight.version_tuple("v20.11.1") == (20, 11, 1)
+    assert preflight.version_tuple("1.43.20rc1") == (1, 43)
+
+
+def test_models_follow_the_documented_matrix():
+    assert preflight.models_in_region("us-east-1") == ["Nova Lite 2.0", "GPT-OSS-20B"]
+    assert len(preflight.models_in_region("us-west-2")) == 4
+    assert preflight.models_in_region("eu-west-1") == []
+
+
+@pytest.mark.parametrize(
+    ("region", "model", "status"),
+    [("us-east-1", "GPT-OSS-20B", OK), ("us-east-1", "Qwen 3.6 27B", WARN), ("eu-west-1", "GPT-OSS-20B", FAIL), (None, "GPT-OSS-20B", FAIL)],
+)
+def test_region_verdicts(region, model, status):
+    assert preflight.check_region(region, model).status == status
+
+
+@pytest.mark.parametrize(
+    ("version", "knows", "status"),
+    [("1.43.19", False, FAIL), ("1.43.20", True, OK), ("1.44.8", False, FAIL), ("1.42.0", True, FAIL)],
+)
+def test_botocore_verdicts(version, knows, status):
+    assert preflight.check_botocore(version, knows).status == status
+
+
+def test_quota_verdicts_and_masking():
+    assert preflight.check_quota("AgentRFT", 0).status == OK
+    busy = preflight.check_quota("AgentRFT", 1)
+    assert busy.status == WARN and "ResourceLimitExceeded" in busy.fix
+    unknown = preflight.check_quota("AgentRFTEvaluation", None, f"AccessDenied for arn:aws:iam::{REAL_LOOKING}:user/u")
+    assert unknown.status == WARN and REAL_LOOKING not in unknown.detail and "9876" in unknown.detail
+
+
+def test_a_good_live_environment_passes_and_masks_the_account():
+    rows = preflight.judge(good_live_facts())
+    assert {row.status for row in rows} == {OK}
+    assert REAL_LOOKING not in " ".join(row.detail for row in rows)
+    assert preflight.summary(rows) == "preflight: all checks passed"
+
+
+def test_a_broken_live_environment_says_what_to_fix():
+    rows = preflight.judge(good_live_facts(
+        credential_source=None, identity_arn=None, identity_error="no credentials or no Region", region=None,
+        botocore_version="1.43.0", knows_create_job=False, running_jobs={}, jobs_error=None, node_version="18.0.0",
+        agentcore_cli=None,
+    ))
+    found = statuses(rows)
+    assert found["credentials"] == found["Region"] == found["botocore knows CreateJob"] == FAIL
+    assert found["Node.js (AgentCore CLI)"] == found["AgentCore CLI"] == WARN
+    assert all(row.fix for row in rows if row.status in (FAIL, WARN))
+    assert preflight.summary(rows).startswith("preflight: 5 failed")
+
+
+def test_offline_rows_list_the_stand_ins_and_skip_the_live_tools():
+    rows = preflight.judge(Facts(live=False, region="us-east-1", identity_arn="arn:aws:sts::123456789012:user/moto",
+                                 botocore_version="1.44.8", knows_create_job=True,
+                                 running_jobs={"AgentRFT": 0, "AgentRFTEvaluation": 0}, versions={"moto": "5.2.5"}))
+    found = statuses(rows)
+    assert found["AWS control plane"] == found["policy model"] == STAND_IN
+    assert "Node.js (AgentCore CLI)" not in found and "not gpt-oss" in next(r.detail for r in rows if r.check == "policy model")
+
+
+# --- gathering facts --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def offline(tmp_path):
+    aws.reset_offline(tmp_path / "state")
+    yield aws.session()
+    aws.reset_offline(tmp_path / "state")
+
+
+def test_offline_preflight_runs_against_the_offline_backend(offline):
+    table = preflight.run_preflight(offline, live=False)
+    assert list(table.columns) == list(preflight.COLUMNS)
+    assert not (table["status"] == FAIL).any()
+    identity = table.loc[table["check"] == "caller identity", "detail"].item()
+    assert identity == f"arn:aws:sts::{config.MOTO_ACCOUNT}:user/moto"
+    assert "0 running now" in table.loc[table["check"] == "quota: training jobs at a time", "detail"].item()
+
+
+class StubClient:
+    def __init__(self, running: int, fail_list: bool = False):
+        self.running, self.fail_list = running, fail_list
+
+    def get_caller_identity(self):
+        return {"Arn": f"arn:aws:sts::{REAL_LOOKING}:assumed-role/Learner/s"}
+
+    def list_jobs(self, **params):
+        if self.fail_list:
+            raise RuntimeError(f"AccessDenied: not allowed for {REAL_LOOKING}")
+        assert params["StatusEquals"] == "InProgress"
+        return {"JobSummaries": [{"JobName": "j"}] * (self.running if params["JobCategory"] == "AgentRFT" else 0)}
+
+
+class StubCredentials:
+    method = "sso"
+
+
+class StubSession:
+    def __init__(self, region="us-east-1", credentials=True, **client_options):
+        self.region_name = region
+        self._credentials = StubCredentials() if credentials else None
+        self._client = StubClient(**client_options)
+
+    def get_credentials(self):
+        return self._credentials
+
+    def client(self, name):
+        return self._client
+
+
+def test_live_facts_from_a_stub_session(monkeypatch):
+    monkeypatch.setattr(preflight, "_node_version", lambda: "20.1.0")
+    monkeypatch.setattr(preflight.shutil, "which", lambda name: None)
+    facts = preflight.gather_facts(StubSession(running=1), live=True)
+    assert facts.credential_source == "sso" and facts.knows_create_job
+    assert facts.running_jobs == {"AgentRFT": 1, "AgentRFTEvaluation": 0}
+    found = statuses(preflight.judge(facts))
+    assert found["quota: training jobs at a time"] == WARN and found["quota: evaluation jobs at a time"] == OK
+    assert found["AgentCore CLI"] == WARN
+
+
+def test_live_facts_without_credentials_or_list_permission(monkeypatch):
+    monkeypatch.setattr(preflight, "_node_version", lambda: None)
+    bare = preflight.gather_facts(StubSession(credentials=False, running=0), live=True)
+    assert bare.identity_arn is None and bare.running_jobs == {}
+    denied = preflight.gather_facts(StubSession(running=0, fail_list=True), live=True)
+    rows = preflight.judge(denied)
+    quota = next(r for r in rows if r.check == "quota: training jobs at a time")
+    assert quota.status == WARN and REAL_LOOKING not in quota.detail
+
+
+# --- the architecture figure -----------------------------------------------------------------------
+
+
+def _png(fig) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=60, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def test_architecture_figure_is_deterministic_and_complete():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    first = architecture.draw_architecture()
+    texts = {t.get_text() for t in first.axes[0].texts}
+    assert first.axes[0].get_title(loc="left") == architecture.TITLE
+    assert {str(n) for n in range(1, len(architecture.ROLLOUT_STEPS) + 1)} <= texts
+    assert [a[0] for a in architecture.ARROWS] == list(range(1, len(architecture.ROLLOUT_STEPS) + 1))
+    assert all(box.offline.startswith("offline:") for box in architecture.BOXES)
+    assert _png(first) == _png(architecture.draw_architecture())
+    plt.close("all")
+    with pytest.raises(ValueError, match="'middle'"):
+        architecture.BOXES[0].anchor("middle")
