@@ -1,0 +1,612 @@
+"""Step 8: find everything the course created, say what still bills, and delete it on request.
+
+Discovery reads the account, never notebook state: a resource counts as the course's when its
+name carries the course prefix (`mtrl-wordle`, or the AgentCore project's name for the runtime and
+its stack), when it carries the `course` tag, or when it is one of the fixed names the SageMaker
+SDK gives what it creates for the course (the trainer's two model-package groups, the evaluator's
+pipeline and its local `mtrl_eval_pipeline_input.json`). Anything else is left alone.
+
+    found = discover()                  # a table: kind, name, still bills?, how it is deleted
+    delete(found, confirm=True)         # deletes exactly the rows given, in a safe order
+    verify_empty()                      # discovers again: what is left (nothing, after a delete)
+
+Nothing is deleted unless `confirm` is exactly True (the notebook's variable, the CLI's --yes).
+The order is safe: running jobs stop first, then what bills (runtime, MLflow app, S3), then what
+only clutters (model packages, roles, policies), so nothing is left without the role it runs as.
+
+Regional resources are looked up in the session's Region; IAM and the S3 bucket list are global.
+Offline, the same code runs against the moto account and the local stand-ins: the runtime is the
+local runtime registry (stopping it is its deletion), and two operations moto lacks
+(DeleteModelPackage, DeleteModelPackageGroup) fall back to removing the records from moto.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtrl_course import config, deploy, iam, storage
+
+# --- what counts as the course's -------------------------------------------------------------------
+NAME_PREFIX = iam.NAME_PREFIX
+TAG_KEY = iam.TAG_COURSE
+TAG_VALUE = config.COURSE_TAG
+# The trainer's get-or-create model-package groups: `<model>-mtrl-mpg`, `<model>-mtrl-checkpoint-mpg`.
+PACKAGE_GROUP_MARK = "-mtrl-"
+PACKAGE_GROUP_SUFFIXES = ("-mtrl-mpg", "-mtrl-checkpoint-mpg")
+# MultiTurnRLEvaluator reuses one pipeline of this name (sagemaker.train.evaluate.constants).
+EVAL_PIPELINE_PREFIX = "SagemakerEvaluation-MTRLEvaluation"
+# ... and writes this file into the working directory of whoever called evaluate().
+EVAL_PIPELINE_FILE = "mtrl_eval_pipeline_input.json"
+JOB_CATEGORIES = ("AgentRFT", "AgentRFTEvaluation")
+# The AgentCore CLI's CloudFormation stack: AgentCore-<project>-<target>.
+STACK_FORMAT = "AgentCore-{project}-{target}"
+LIVE_STACK_STATES_GONE = ("DELETE_COMPLETE",)
+STACK_DELETE_WAIT_S = 30 * 60
+# SageMaker's default bucket, where the trainer writes when it is given no s3_output_path.
+SAGEMAKER_DEFAULT_BUCKET = "sagemaker-{region}-{account}"
+PIPELINE_STOPPABLE = ("Executing",)
+
+# --- the table ------------------------------------------------------------------------------------
+KIND, NAME, BILLS, HOW_COLUMN, RESOURCE = "kind", "name", "still bills?", "how it is deleted", "resource"
+COLUMNS = (KIND, NAME, BILLS, HOW_COLUMN, RESOURCE)
+NOT_CONFIRMED = "not deleted: confirm=True was not given"
+CHECK_BY_HAND = "could not be listed; check it in the console"
+
+# --- kinds, in deletion order ------------------------------------------------------------------------
+JOB, PIPELINE, STACK, RUNTIME, MLFLOW = "running MTRL job", "evaluation pipeline", "CloudFormation stack", "AgentCore runtime", "MLflow app"
+PREFIX, BUCKET, PACKAGE_GROUP, ROLE, POLICY, FILE = "S3 prefix", "S3 bucket", "model package group", "IAM role", "IAM policy", "local file"
+ORDER = (JOB, PIPELINE, STACK, RUNTIME, MLFLOW, PREFIX, BUCKET, PACKAGE_GROUP, ROLE, POLICY, FILE)
+BILLING = {
+    JOB: "yes: tokens (prefill, sample, train) until it ends",
+    PIPELINE: "no (its evaluation jobs bill tokens while they run)",
+    STACK: "no itself; it holds the runtime and its role",
+    RUNTIME: "only per second of an active session (CPU and memory); nothing while no session runs",
+    MLFLOW: "yes, for as long as it exists",
+    PREFIX: "yes: S3 storage per GB-month (small)",
+    BUCKET: "yes: S3 storage per GB-month (small)",
+    PACKAGE_GROUP: "no (model packages are not billed)",
+    ROLE: "no",
+    POLICY: "no",
+    FILE: "no (a file on this machine)",
+}
+UNKNOWN_BILLING = "unknown"
+HOW = {
+    JOB: "aws sagemaker stop-job",
+    PIPELINE: "aws sagemaker delete-pipeline (after stopping its running executions)",
+    STACK: "aws cloudformation delete-stack, or agentcore remove all + agentcore deploy",
+    RUNTIME: "aws bedrock-agentcore-control delete-agent-runtime, or with its stack",
+    MLFLOW: "aws sagemaker delete-mlflow-app",
+    PREFIX: "aws s3 rm --recursive",
+    BUCKET: "aws s3 rb --force (every object version, then the bucket)",
+    PACKAGE_GROUP: "aws sagemaker delete-model-package for each package, then delete-model-package-group",
+    ROLE: "detach its policies, then aws iam delete-role",
+    POLICY: "detach it everywhere, then aws iam delete-policy",
+    FILE: "rm",
+}
+LOCAL_RUNTIME_HOW = "offline: stop the local runtime (live: " + HOW[RUNTIME] + ")"
+
+
+@dataclass
+class Resource:
+    """One thing to delete: what a person reads (`name`) and what the deleter needs (`ref`).
+
+    Its printed form masks account IDs, so a table holding it never shows one.
+    """
+
+    kind: str
+    name: str
+    command: str  # the equivalent AWS CLI step (or shell step), with the real identifiers
+    ref: dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {iam.mask_account(self.name)}"
+
+    __repr__ = __str__
+
+
+@dataclass
+class _Listing:
+    """What one kind's discovery found, or why it could not look."""
+
+    resources: list[Resource] = field(default_factory=list)
+    error: str | None = None
+
+
+def _session(session: Any | None) -> Any:
+    if session is not None:
+        return session
+    from mtrl_course import aws
+
+    return aws.session()
+
+
+def _error_code(error: Exception) -> str:
+    response = getattr(error, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", type(error).__name__))
+
+
+def _has_course_tag(tags: Iterable[dict[str, str]]) -> bool:
+    return any(t.get("Key") == TAG_KEY and t.get("Value") == TAG_VALUE for t in tags or [])
+
+
+def _project_name() -> str:
+    return deploy.load_project()["name"]
+
+
+def stack_names() -> list[str]:
+    """The AgentCore CLI's stacks for this project: one per deployment target."""
+    try:
+        targets = json.loads(deploy.TARGETS_FILE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        targets = [{"name": "default"}]
+    project = _project_name()
+    return [STACK_FORMAT.format(project=project, target=t.get("name", "default")) for t in targets]
+
+
+def _is_course_runtime(name: str) -> bool:
+    project = _project_name()
+    return name == deploy.deployed_runtime_name() or name == project or name.startswith(project + "_")
+
+
+# ------------------------------------------------------------------------------------- discovery
+def _tagged_arns(session: Any) -> set[str]:
+    """ARNs the Resource Groups Tagging API knows with the course tag (S3, SageMaker, ...)."""
+    tagging = session.client("resourcegroupstaggingapi")
+    found: set[str] = set()
+    for page in tagging.get_paginator("get_resources").paginate(TagFilters=[{"Key": TAG_KEY, "Values": [TAG_VALUE]}]):
+        found |= {item["ResourceARN"] for item in page.get("ResourceTagMappingList", [])}
+    return found
+
+
+def _jobs(session: Any, tagged: set[str]) -> list[Resource]:
+    """Jobs in progress that carry the course tag and this run's id: another learner's or the
+    instructor's job (a different run id) is never stopped from here."""
+    sagemaker = session.client("sagemaker")
+    run = iam.run_id()
+    found = []
+    for category in JOB_CATEGORIES:
+        token = None
+        while True:
+            page = sagemaker.list_jobs(JobCategory=category, StatusEquals="InProgress", **({"NextToken": token} if token else {}))
+            for summary in page.get("JobSummaries", []):
+                tags = sagemaker.describe_job(JobName=summary["JobName"], JobCategory=category).get("Tags", [])
+                tag_map = {t["Key"]: t["Value"] for t in tags}
+                mine = _has_course_tag(tags) and tag_map.get(iam.TAG_RUN_ID, run) == run
+                if mine or summary["JobArn"] in tagged:
+                    found.append(Resource(JOB, summary["JobName"], f"aws sagemaker stop-job --job-name {summary['JobName']} --job-category {category}",
+                                          {"name": summary["JobName"], "category": category}))
+            token = page.get("NextToken")
+            if not token:
+                break
+    return found
+
+
+def _pipelines(session: Any, tagged: set[str]) -> list[Resource]:
+    sagemaker = session.client("sagemaker")
+    found = []
+    for page in sagemaker.get_paginator("list_pipelines").paginate(PipelineNamePrefix=EVAL_PIPELINE_PREFIX):
+        for summary in page.get("PipelineSummaries", []):
+            name = summary["PipelineName"]
+            found.append(Resource(PIPELINE, name, f"aws sagemaker delete-pipeline --pipeline-name {name}", {"name": name}))
+    return found
+
+
+def _stacks(session: Any, tagged: set[str]) -> list[Resource]:
+    cloudformation = session.client("cloudformation")
+    found = []
+    for name in stack_names():
+        try:
+            stack = cloudformation.describe_stacks(StackName=name)["Stacks"][0]
+        except Exception as error:
+            if _error_code(error) == "ValidationError":  # CloudFormation's "does not exist"
+                continue
+            raise
+        if stack.get("StackStatus") in LIVE_STACK_STATES_GONE:
+            continue
+        found.append(Resource(STACK, name, f"aws cloudformation delete-stack --stack-name {name}", {"name": name}))
+    return found
+
+
+def _runtimes(session: Any, tagged: set[str]) -> list[Resource]:
+    control = session.client("bedrock-agentcore-control")
+    local = _local_runtime_arns()
+    found = []
+    token = None
+    while True:
+        page = control.list_agent_runtimes(**({"nextToken": token} if token else {}))
+        for summary in page.get("agentRuntimes", []):
+            name, arn = summary.get("agentRuntimeName", ""), summary["agentRuntimeArn"]
+            if not (_is_course_runtime(name) or arn in tagged):
+                continue
+            command = f"aws bedrock-agentcore-control delete-agent-runtime --agent-runtime-id {summary['agentRuntimeId']}"
+            found.append(Resource(RUNTIME, arn, command, {"arn": arn, "id": summary["agentRuntimeId"], "local": arn in local}))
+        token = page.get("nextToken")
+        if not token:
+            break
+    return found
+
+
+def _local_runtime_arns() -> set[str]:
+    if config.is_live():
+        return set()
+    from mtrl_course.aws import offline_backend
+
+    return {runtime.arn for runtime in offline_backend().runtimes.all()}
+
+
+def _mlflow_apps(session: Any, tagged: set[str]) -> list[Resource]:
+    sagemaker = session.client("sagemaker")
+    found = []
+    token = None
+    while True:
+        page = sagemaker.list_mlflow_apps(**({"NextToken": token} if token else {}))
+        for summary in page.get("Summaries", []):
+            arn, name = summary["Arn"], summary.get("Name", "")
+            if name.startswith(NAME_PREFIX) or arn in tagged or _sagemaker_tagged(sagemaker, arn):
+                found.append(Resource(MLFLOW, name or arn, f"aws sagemaker delete-mlflow-app --arn {arn}", {"arn": arn}))
+        token = page.get("NextToken")
+        if not token:
+            break
+    return found
+
+
+def _sagemaker_tagged(sagemaker: Any, arn: str) -> bool:
+    try:
+        return _has_course_tag(sagemaker.list_tags(ResourceArn=arn).get("Tags", []))
+    except Exception:  # moto cannot list tags of every resource type; the name test still applies
+        return False
+
+
+def _buckets_and_prefixes(session: Any, tagged: set[str]) -> list[Resource]:
+    s3 = session.client("s3")
+    names = [b["Name"] for b in s3.list_buckets().get("Buckets", [])]
+    found = []
+    for name in names:
+        if storage.is_course_bucket(name) or f"arn:aws:s3:::{name}" in tagged:
+            found.append(Resource(BUCKET, name, f"aws s3 rb s3://{name} --force", {"bucket": name}))
+    # The course prefix inside buckets that are not the course's own: the learner's MTRL_BUCKET
+    # and SageMaker's default bucket (where the trainer writes without an s3_output_path).
+    account = session.client("sts").get_caller_identity()["Account"]
+    others = {SAGEMAKER_DEFAULT_BUCKET.format(region=session.region_name or config.OFFLINE_REGION, account=account)}
+    try:
+        others.add(storage.bucket_name(session))
+    except ValueError:
+        pass
+    owned = {r.ref["bucket"] for r in found}
+    prefix = storage.KEY_PREFIX + "/"
+    for name in sorted(others & set(names) - owned):
+        if storage.prefix_exists(name, prefix, session):
+            uri = storage.s3_uri(name, prefix)
+            found.append(Resource(PREFIX, uri, f"aws s3 rm {uri} --recursive", {"bucket": name, "prefix": prefix}))
+    return found
+
+
+def _package_groups(session: Any, tagged: set[str]) -> list[Resource]:
+    sagemaker = session.client("sagemaker")
+    found = []
+    for page in sagemaker.get_paginator("list_model_package_groups").paginate(NameContains=PACKAGE_GROUP_MARK):
+        for summary in page.get("ModelPackageGroupSummaryList", []):
+            name = summary["ModelPackageGroupName"]
+            if name.endswith(PACKAGE_GROUP_SUFFIXES) or name.startswith(NAME_PREFIX) or summary["ModelPackageGroupArn"] in tagged:
+                found.append(Resource(PACKAGE_GROUP, name, f"aws sagemaker delete-model-package-group --model-package-group-name {name}",
+                                      {"name": name}))
+    return found
+
+
+def _roles(session: Any, tagged: set[str]) -> list[Resource]:
+    iam_client = session.client("iam")
+    found = []
+    for page in iam_client.get_paginator("list_roles").paginate():
+        for role in page.get("Roles", []):
+            name = role["RoleName"]
+            if name.startswith(NAME_PREFIX + "-") or role["Arn"] in tagged:
+                found.append(Resource(ROLE, name, f"aws iam delete-role --role-name {name}", {"name": name}))
+    return found
+
+
+def _policies(session: Any, tagged: set[str]) -> list[Resource]:
+    iam_client = session.client("iam")
+    found = []
+    for page in iam_client.get_paginator("list_policies").paginate(Scope="Local"):
+        for policy in page.get("Policies", []):
+            name, arn = policy["PolicyName"], policy["Arn"]
+            if name.startswith(NAME_PREFIX) or policy.get("Path") == iam.STAND_IN_POLICY_PATH or arn in tagged:
+                shown = (policy.get("Path", "/") + name).lstrip("/")
+                found.append(Resource(POLICY, shown, f"aws iam delete-policy --policy-arn {arn}", {"arn": arn}))
+    return found
+
+
+def _file_places() -> set[Path]:
+    """Where the evaluator may have written its pipeline file: this directory, the repo, notebooks/."""
+    return {Path.cwd().resolve(), config.REPO_ROOT.resolve(), config.NOTEBOOKS_DIR.resolve()}
+
+
+def local_files() -> list[Path]:
+    """The evaluator's pipeline files that exist in `_file_places()`."""
+    return sorted(p / EVAL_PIPELINE_FILE for p in _file_places() if (p / EVAL_PIPELINE_FILE).is_file())
+
+
+def _files(session: Any, tagged: set[str]) -> list[Resource]:
+    found = []
+    for path in local_files():
+        shown = path.relative_to(config.REPO_ROOT) if path.is_relative_to(config.REPO_ROOT) else path
+        found.append(Resource(FILE, shown.as_posix(), f"rm {shown.as_posix()}", {"path": str(path)}))
+    return found
+
+
+DISCOVERERS: dict[str, Callable[[Any, set[str]], list[Resource]]] = {
+    JOB: _jobs, PIPELINE: _pipelines, STACK: _stacks, RUNTIME: _runtimes, MLFLOW: _mlflow_apps,
+    BUCKET: _buckets_and_prefixes, PACKAGE_GROUP: _package_groups, ROLE: _roles, POLICY: _policies, FILE: _files,
+}
+
+
+def discover(session: Any | None = None) -> Any:
+    """A pandas DataFrame of everything the course created, one row per resource, in deletion order.
+
+    Columns: kind, name (accounts masked), still bills?, how it is deleted (the equivalent CLI
+    step), resource (what `delete` acts on). A kind that could not be listed (no permission,
+    a service not in this Region) gets one row saying so, with no resource.
+    """
+    import pandas as pd
+
+    session = _session(session)
+    try:
+        tagged = _tagged_arns(session)
+    except Exception:  # the tag index is an extra net; names still find everything the course makes
+        tagged = set()
+    rows = []
+    for kind, discoverer in DISCOVERERS.items():
+        try:
+            listing = _Listing(discoverer(session, tagged))
+        except Exception as error:
+            listing = _Listing(error=f"{_error_code(error)}: {iam.mask_account(str(error))[:160]}")
+        for resource in listing.resources:
+            how = LOCAL_RUNTIME_HOW if resource.ref.get("local") else HOW[resource.kind]
+            rows.append({KIND: resource.kind, NAME: iam.mask_account(resource.name), BILLS: BILLING[resource.kind],
+                         HOW_COLUMN: how, RESOURCE: resource})
+        if listing.error:
+            rows.append({KIND: kind, NAME: f"{CHECK_BY_HAND} ({listing.error})", BILLS: UNKNOWN_BILLING, HOW_COLUMN: "-", RESOURCE: None})
+    # Deletion order, then by name: listings come back in whatever order a service keeps.
+    rows.sort(key=lambda row: (ORDER.index(row[KIND]), row[NAME]))
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def as_table(frame: Any) -> Any:
+    """The frame without its `resource` column: what a notebook or terminal shows."""
+    return frame.drop(columns=[RESOURCE])
+
+
+def cli_commands(frame: Any) -> list[str]:
+    """The AWS CLI (or shell) step for each resource of `frame`, in deletion order, accounts masked.
+
+    What `delete` does, written out for anyone who prefers to run it by hand.
+    """
+    resources = sorted((r for r in frame[RESOURCE] if isinstance(r, Resource)), key=lambda r: (ORDER.index(r.kind), r.name))
+    return [iam.mask_account(r.command) for r in resources]
+
+
+# --------------------------------------------------------------------------------------- deletion
+def _stop_job(session: Any, resource: Resource) -> str:
+    session.client("sagemaker").stop_job(JobName=resource.ref["name"], JobCategory=resource.ref["category"])
+    return "stop requested (billing ends when it stops)"
+
+
+def _delete_pipeline(session: Any, resource: Resource) -> str:
+    sagemaker = session.client("sagemaker")
+    name = resource.ref["name"]
+    stopped = 0
+    for page in sagemaker.get_paginator("list_pipeline_executions").paginate(PipelineName=name):
+        for execution in page.get("PipelineExecutionSummaries", []):
+            if execution.get("PipelineExecutionStatus") in PIPELINE_STOPPABLE:
+                sagemaker.stop_pipeline_execution(PipelineExecutionArn=execution["PipelineExecutionArn"],
+                                                  ClientRequestToken=_token())
+                stopped += 1
+    sagemaker.delete_pipeline(PipelineName=name, ClientRequestToken=_token())
+    return "deleted" + (f" (stopped {stopped} running execution(s) first)" if stopped else "")
+
+
+def _token() -> str:
+    import uuid
+
+    return uuid.uuid4().hex  # the API asks for 32 to 128 characters
+
+
+def _delete_stack(session: Any, resource: Resource) -> str:
+    cloudformation = session.client("cloudformation")
+    cloudformation.delete_stack(StackName=resource.ref["name"])
+    waiter = cloudformation.get_waiter("stack_delete_complete")
+    waiter.wait(StackName=resource.ref["name"], WaiterConfig={"Delay": 15, "MaxAttempts": STACK_DELETE_WAIT_S // 15})
+    return "deleted, with the runtime and the role it held"
+
+
+def _delete_runtime(session: Any, resource: Resource) -> str:
+    if resource.ref.get("local"):
+        from mtrl_course.aws import offline_backend
+
+        runtime = offline_backend().runtimes.get(resource.ref["arn"])
+        if runtime is None:
+            return "already gone"
+        runtime.close()
+        return "stopped and unregistered (offline: the local runtime)"
+    control = session.client("bedrock-agentcore-control")
+    try:
+        control.delete_agent_runtime(agentRuntimeId=resource.ref["id"])
+    except Exception as error:
+        if _error_code(error) == "ResourceNotFoundException":
+            return "already gone (deleted with its stack)"
+        raise
+    return "deleted"
+
+
+def _delete_mlflow_app(session: Any, resource: Resource) -> str:
+    session.client("sagemaker").delete_mlflow_app(Arn=resource.ref["arn"])
+    return "deleted"
+
+
+def _delete_prefix(session: Any, resource: Resource) -> str:
+    count = storage.delete_prefix(resource.ref["bucket"], resource.ref["prefix"], session)
+    return f"deleted {count} object(s)"
+
+
+def _delete_bucket(session: Any, resource: Resource) -> str:
+    count = storage.delete_bucket(resource.ref["bucket"], session)
+    return f"deleted, with {count} object(s)"
+
+
+def _delete_package_group(session: Any, resource: Resource) -> str:
+    sagemaker = session.client("sagemaker")
+    name = resource.ref["name"]
+    sagemaker.describe_model_package_group(ModelPackageGroupName=name)  # raises when it is already gone
+    packages = [
+        summary["ModelPackageArn"]
+        for page in sagemaker.get_paginator("list_model_packages").paginate(ModelPackageGroupName=name)
+        for summary in page.get("ModelPackageSummaryList", [])
+    ]
+    try:
+        for arn in packages:
+            sagemaker.delete_model_package(ModelPackageName=arn)
+        sagemaker.delete_model_package_group(ModelPackageGroupName=name)
+    except NotImplementedError:
+        if config.is_live():
+            raise
+        _forget_package_group_in_moto(session, name, packages)
+    return "deleted" + (f", with {len(packages)} model package(s)" if packages else "")
+
+
+def _forget_package_group_in_moto(session: Any, name: str, packages: list[str]) -> None:
+    # moto 5.2.5 implements neither DeleteModelPackage nor DeleteModelPackageGroup; offline the
+    # records are removed from its backend directly, so the account really ends up empty.
+    from moto.backends import get_backend
+
+    account = session.client("sts").get_caller_identity()["Account"]
+    backend = get_backend("sagemaker")[account][session.region_name or config.OFFLINE_REGION]
+    for arn in packages:
+        backend.model_packages.pop(arn, None)
+    for key in [k for k, v in backend.model_package_name_mapping.items() if v in packages]:
+        del backend.model_package_name_mapping[key]
+    backend.model_package_groups.pop(name, None)
+
+
+def _delete_role(session: Any, resource: Resource) -> str:
+    iam_client = session.client("iam")
+    name = resource.ref["name"]
+    for policy in iam_client.list_attached_role_policies(RoleName=name)["AttachedPolicies"]:
+        iam_client.detach_role_policy(RoleName=name, PolicyArn=policy["PolicyArn"])
+    for policy in iam_client.list_role_policies(RoleName=name)["PolicyNames"]:
+        iam_client.delete_role_policy(RoleName=name, PolicyName=policy)
+    for profile in iam_client.list_instance_profiles_for_role(RoleName=name)["InstanceProfiles"]:
+        iam_client.remove_role_from_instance_profile(InstanceProfileName=profile["InstanceProfileName"], RoleName=name)
+    iam_client.delete_role(RoleName=name)
+    return "deleted"
+
+
+def _delete_policy(session: Any, resource: Resource) -> str:
+    iam_client = session.client("iam")
+    arn = resource.ref["arn"]
+    entities = iam_client.list_entities_for_policy(PolicyArn=arn)
+    for role in entities.get("PolicyRoles", []):
+        iam_client.detach_role_policy(RoleName=role["RoleName"], PolicyArn=arn)
+    for user in entities.get("PolicyUsers", []):
+        iam_client.detach_user_policy(UserName=user["UserName"], PolicyArn=arn)
+    for group in entities.get("PolicyGroups", []):
+        iam_client.detach_group_policy(GroupName=group["GroupName"], PolicyArn=arn)
+    for version in iam_client.list_policy_versions(PolicyArn=arn)["Versions"]:
+        if not version["IsDefaultVersion"]:
+            iam_client.delete_policy_version(PolicyArn=arn, VersionId=version["VersionId"])
+    iam_client.delete_policy(PolicyArn=arn)
+    return "deleted"
+
+
+def _delete_file(session: Any, resource: Resource) -> str:
+    path = Path(resource.ref["path"])
+    if not path.exists():
+        return "already gone"
+    path.unlink()
+    return "deleted"
+
+
+DELETERS: dict[str, Callable[[Any, Resource], str]] = {
+    JOB: _stop_job, PIPELINE: _delete_pipeline, STACK: _delete_stack, RUNTIME: _delete_runtime,
+    MLFLOW: _delete_mlflow_app, PREFIX: _delete_prefix, BUCKET: _delete_bucket, PACKAGE_GROUP: _delete_package_group,
+    ROLE: _delete_role, POLICY: _delete_policy, FILE: _delete_file,
+}
+GONE_CODES = ("NoSuchEntity", "NoSuchBucket", "ResourceNotFound", "ResourceNotFoundException")
+# Some services say "gone" with a validation error and a sentence.
+GONE_VALIDATION_CODES = ("ValidationException", "ValidationError")
+GONE_MESSAGE = re.compile(r"could not find|does not exist|not found", re.IGNORECASE)
+
+
+def _is_gone(error: Exception) -> bool:
+    code = _error_code(error)
+    return code in GONE_CODES or (code in GONE_VALIDATION_CODES and bool(GONE_MESSAGE.search(str(error))))
+
+
+def delete(frame: Any, confirm: bool = False, session: Any | None = None, *, echo: bool = True) -> Any:
+    """Delete the resources of `frame` (as `discover` returns it, possibly filtered), in safe order.
+
+    Only when `confirm is True`: anything else (False, "yes", 1) deletes nothing and says so in
+    every row. Returns a DataFrame (kind, name, result); with `echo`, prints one line per
+    deletion as it happens, since a stack deletion takes minutes live. A failure is reported in
+    its row and the rest goes on; already-deleted resources count as gone.
+    """
+    import pandas as pd
+
+    session = _session(session)
+    resources = [r for r in frame[RESOURCE] if isinstance(r, Resource)] if RESOURCE in frame else []
+    resources.sort(key=lambda r: (ORDER.index(r.kind), r.name))
+    rows = []
+    for resource in resources:
+        if confirm is not True:
+            result = NOT_CONFIRMED
+        else:
+            try:
+                result = DELETERS[resource.kind](session, resource)
+            except Exception as error:
+                code = _error_code(error)
+                result = "already gone" if _is_gone(error) else f"failed: {code}: {str(error)[:200]}"
+        row = {KIND: resource.kind, NAME: iam.mask_account(resource.name), "result": iam.mask_account(result)}
+        rows.append(row)
+        if echo and confirm is True:
+            print(f"{row[KIND]} {row[NAME]}: {row['result']}", flush=True)
+    if echo and confirm is not True:
+        print(f"dry run: nothing deleted ({len(resources)} resource(s) found). Set confirm=True to delete them.")
+    return pd.DataFrame(rows, columns=[KIND, NAME, "result"])
+
+
+def verify_empty(session: Any | None = None) -> Any:
+    """Discover again; the rows still there (an empty frame once everything is gone)."""
+    frame = discover(session)
+    return frame[frame[RESOURCE].notna()].reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------- the CLI
+def command(yes: bool = False, dry_run: bool = False) -> int:
+    """`mtrl cleanup [--yes] [--dry-run]`: list everything, delete with --yes, then verify.
+
+    Exit status 0 when nothing is left (or on a dry run), 1 when something could not be deleted.
+    """
+    import pandas as pd
+
+    found = discover()
+    with pd.option_context("display.width", 160, "display.max_colwidth", 70):
+        if found.empty:
+            print("nothing of the course's was found in this account and Region")
+            return 0
+        print(as_table(found).to_string(index=False))
+    if dry_run or not yes:
+        print(f"\ndry run: nothing deleted. Run `mtrl cleanup --yes` to delete the {found[RESOURCE].notna().sum()} resource(s) above.")
+        return 0
+    print()
+    delete(found, confirm=True)
+    left = verify_empty()
+    if left.empty:
+        print("\nclean: nothing of the course's is left")
+        return 0
+    print("\nstill there:")
+    print(as_table(left).to_string(index=False))
+    return 1

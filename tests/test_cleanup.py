@@ -1,0 +1,230 @@
+"""Clean-up by discovery: it finds every kind of course resource (and nothing else), deletes only
+with confirm=True, in a safe order, reports each deletion, and leaves the account empty. Offline
+against moto and the local stand-ins."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mtrl_course import aws, cleanup, config, deploy, iam, storage
+from mtrl_course.local.runtime import LocalAgentRuntime
+
+REAL_LOOKING = "4" + "0" * 7 + "9876"
+MODEL = iam.BASE_MODEL_ID
+UNRELATED_BUCKET = "team-analytics-data"
+UNRELATED_ROLE = "analytics-reader"
+UNRELATED_GROUP = "fraud-model-registry"
+
+
+@pytest.fixture
+def offline(tmp_path, monkeypatch):
+    monkeypatch.delenv(storage.BUCKET_ENV_VAR, raising=False)
+    monkeypatch.delenv(iam.RUN_ID_ENV_VAR, raising=False)
+    # Only the test's own folder is searched for the evaluator's file: never the checkout.
+    monkeypatch.setattr(cleanup, "_file_places", lambda: {tmp_path})
+    aws.reset_offline(tmp_path / "state")
+    yield aws.session()
+    aws.reset_offline(tmp_path / "state")
+
+
+def make_course_resources(session, tmp_path) -> None:
+    """What the notebooks leave behind: roles, S3 objects, an MLflow app, the trainer's package
+    groups, the evaluator's pipeline and file, the runtime."""
+    job_role = iam.ensure_job_role(session=session)
+    iam.ensure_runtime_role(session=session)
+    uploaded = storage.upload_dataset(session=session)
+    sagemaker = session.client("sagemaker")
+    sagemaker.create_mlflow_app(
+        Name=iam.resource_name("mlflow"), ArtifactStoreUri=storage.s3_uri(uploaded[0].bucket, storage.course_prefix() + "mlflow/"),
+        RoleArn=job_role.arn, Tags=iam.course_tags("05"),
+    )
+    for suffix in cleanup.PACKAGE_GROUP_SUFFIXES:
+        sagemaker.create_model_package_group(ModelPackageGroupName=MODEL + suffix)
+    sagemaker.create_model_package(ModelPackageGroupName=MODEL + "-mtrl-mpg", ModelPackageDescription="adapter")
+    sagemaker.create_pipeline(
+        PipelineName=cleanup.EVAL_PIPELINE_PREFIX, PipelineDefinition=json.dumps({"Version": "2020-12-01", "Steps": []}),
+        RoleArn=job_role.arn,
+    )
+    (tmp_path / cleanup.EVAL_PIPELINE_FILE).write_text("{}")
+    LocalAgentRuntime(name=deploy.deployed_runtime_name())  # registered as deployed; never started
+
+
+def make_unrelated_resources(session) -> None:
+    session.client("s3").create_bucket(Bucket=UNRELATED_BUCKET)
+    session.client("iam").create_role(RoleName=UNRELATED_ROLE, AssumeRolePolicyDocument=json.dumps(iam.trust_policy("ec2.amazonaws.com", ["sts:AssumeRole"])))
+    session.client("sagemaker").create_model_package_group(ModelPackageGroupName=UNRELATED_GROUP)
+
+
+def unrelated_survive(session) -> bool:
+    buckets = {b["Name"] for b in session.client("s3").list_buckets()["Buckets"]}
+    groups = {g["ModelPackageGroupName"] for g in session.client("sagemaker").list_model_package_groups()["ModelPackageGroupSummaryList"]}
+    return UNRELATED_BUCKET in buckets and UNRELATED_GROUP in groups and iam.role_exists(UNRELATED_ROLE, session=session)
+
+
+def test_discover_finds_every_course_resource_and_nothing_else(offline, tmp_path):
+    assert cleanup.discover(offline).empty
+    make_course_resources(offline, tmp_path)
+    make_unrelated_resources(offline)
+    found = cleanup.discover(offline)
+    kinds = list(found[cleanup.KIND])
+    assert kinds == sorted(kinds, key=cleanup.ORDER.index)  # deletion order
+    assert set(kinds) == {cleanup.PIPELINE, cleanup.RUNTIME, cleanup.MLFLOW, cleanup.BUCKET, cleanup.PACKAGE_GROUP,
+                          cleanup.ROLE, cleanup.POLICY, cleanup.FILE}
+    names = set(found[cleanup.NAME])
+    assert {"mtrl-wordle-job-role-offline", "mtrl-wordle-runtime-role-offline", f"{MODEL}-mtrl-mpg",
+            f"{MODEL}-mtrl-checkpoint-mpg", "mtrl-wordle-mlflow-offline", f"mtrl-wordle-{config.MOTO_ACCOUNT}-us-east-1"} <= names
+    assert not names & {UNRELATED_BUCKET, UNRELATED_ROLE, UNRELATED_GROUP}
+    assert all(isinstance(r, cleanup.Resource) for r in found[cleanup.RESOURCE])
+    billing = dict(zip(found[cleanup.KIND], found[cleanup.BILLS]))
+    assert billing[cleanup.ROLE] == "no" and billing[cleanup.MLFLOW].startswith("yes")
+    assert "per second of an active session" in billing[cleanup.RUNTIME]
+    assert list(cleanup.as_table(found).columns) == [cleanup.KIND, cleanup.NAME, cleanup.BILLS, cleanup.HOW_COLUMN]
+    commands = cleanup.cli_commands(found)
+    assert len(commands) == len(found) and commands[0].startswith("aws sagemaker delete-pipeline")
+
+
+def test_nothing_is_deleted_without_an_explicit_true(offline, tmp_path, capsys):
+    make_course_resources(offline, tmp_path)
+    found = cleanup.discover(offline)
+    for not_true in (False, "yes", 1):
+        report = cleanup.delete(found, confirm=not_true, session=offline)
+        assert set(report["result"]) == {cleanup.NOT_CONFIRMED}
+    assert "dry run: nothing deleted" in capsys.readouterr().out
+    assert len(cleanup.verify_empty(offline)) == len(found)
+
+
+def test_delete_empties_the_account_and_spares_unrelated_resources(offline, tmp_path, capsys):
+    make_course_resources(offline, tmp_path)
+    make_unrelated_resources(offline)
+    found = cleanup.discover(offline)
+    report = cleanup.delete(found, confirm=True, session=offline)
+    assert len(report) == len(found)
+    assert all(r.startswith(("deleted", "stopped")) for r in report["result"]), report
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == len(found) and printed[0].startswith(cleanup.PIPELINE)
+    assert cleanup.verify_empty(offline).empty
+    assert unrelated_survive(offline)
+    assert not (tmp_path / cleanup.EVAL_PIPELINE_FILE).exists()
+    assert aws.offline_backend().runtimes.all() == []
+    # Deleting the same rows again finds them gone instead of failing.
+    again = cleanup.delete(found, confirm=True, session=offline)
+    assert not any(r.startswith("failed") for r in again["result"]), again
+
+
+def test_a_filtered_frame_deletes_only_its_rows(offline, tmp_path):
+    make_course_resources(offline, tmp_path)
+    found = cleanup.discover(offline)
+    keep = {cleanup.ROLE, cleanup.POLICY, cleanup.PACKAGE_GROUP}
+    cleanup.delete(found[~found[cleanup.KIND].isin(keep)], confirm=True, session=offline, echo=False)
+    assert set(cleanup.verify_empty(offline)[cleanup.KIND]) == keep
+
+
+def test_a_failure_is_reported_and_the_rest_goes_on(offline, tmp_path, monkeypatch):
+    make_course_resources(offline, tmp_path)
+
+    def refuse(session, resource):
+        raise RuntimeError("simulated refusal")
+
+    monkeypatch.setitem(cleanup.DELETERS, cleanup.MLFLOW, refuse)
+    report = cleanup.delete(cleanup.discover(offline), confirm=True, session=offline, echo=False)
+    results = dict(zip(report[cleanup.KIND], report["result"]))
+    assert results[cleanup.MLFLOW].startswith("failed: RuntimeError: simulated refusal")
+    assert list(cleanup.verify_empty(offline)[cleanup.KIND]) == [cleanup.MLFLOW]
+
+
+def test_only_the_course_prefix_is_deleted_from_the_learners_bucket(offline, monkeypatch):
+    monkeypatch.setenv(storage.BUCKET_ENV_VAR, "learner-bucket")
+    s3 = offline.client("s3")
+    s3.create_bucket(Bucket="learner-bucket")
+    s3.put_object(Bucket="learner-bucket", Key="theirs/data.csv", Body=b"a")
+    storage.upload_dataset(session=offline)
+    found = cleanup.discover(offline)
+    assert list(found[cleanup.KIND]) == [cleanup.PREFIX]
+    assert found[cleanup.NAME][0] == "s3://learner-bucket/mtrl-wordle/"
+    cleanup.delete(found, confirm=True, session=offline, echo=False)
+    assert [o.key for o in storage.list_prefix("learner-bucket", "", offline)] == ["theirs/data.csv"]
+
+
+def test_a_kind_that_cannot_be_listed_gets_a_row_without_a_resource(offline, monkeypatch):
+    def denied(session, tagged):
+        raise RuntimeError("AccessDenied listing apps")
+
+    monkeypatch.setitem(cleanup.DISCOVERERS, cleanup.MLFLOW, denied)
+    found = cleanup.discover(offline)
+    assert list(found[cleanup.KIND]) == [cleanup.MLFLOW] and found[cleanup.RESOURCE][0] is None
+    assert found[cleanup.NAME][0].startswith(cleanup.CHECK_BY_HAND)
+    assert cleanup.verify_empty(offline).empty
+    assert cleanup.delete(found, confirm=True, session=offline, echo=False).empty
+
+
+class _JobsStub:
+    """A SageMaker client with three running jobs: ours, another run's, and an untagged one."""
+
+    def __init__(self):
+        self.stopped = []
+
+    def client(self, name):
+        return self
+
+    def list_jobs(self, JobCategory, StatusEquals, **_):
+        if JobCategory != "AgentRFT":
+            return {"JobSummaries": []}
+        return {"JobSummaries": [{"JobName": n, "JobArn": f"arn:aws:sagemaker:us-east-1:{config.MOTO_ACCOUNT}:job/AgentRFT/{n}"}
+                                 for n in ("mine", "instructors", "untagged")]}
+
+    def describe_job(self, JobName, JobCategory):
+        run = {"mine": "offline", "instructors": "abc123"}.get(JobName)
+        tags = [{"Key": "course", "Value": config.COURSE_TAG}, {"Key": "run_id", "Value": run}] if run else []
+        return {"Tags": tags}
+
+    def stop_job(self, JobName, JobCategory):
+        self.stopped.append(JobName)
+
+
+def test_only_this_runs_running_jobs_are_stopped(monkeypatch):
+    monkeypatch.delenv(iam.RUN_ID_ENV_VAR, raising=False)
+    stub = _JobsStub()
+    jobs = cleanup._jobs(stub, set())
+    assert [r.name for r in jobs] == ["mine"]
+    assert cleanup._stop_job(stub, jobs[0]).startswith("stop requested") and stub.stopped == ["mine"]
+
+
+def test_printed_forms_mask_real_accounts():
+    resource = cleanup.Resource(cleanup.ROLE, f"arn:aws:iam::{REAL_LOOKING}:role/x", f"aws iam delete-role --role-name x {REAL_LOOKING}")
+    assert REAL_LOOKING not in str(resource) and "9876" in repr(resource)
+    import pandas as pd
+
+    frame = pd.DataFrame([{cleanup.KIND: cleanup.ROLE, cleanup.RESOURCE: resource}])
+    assert REAL_LOOKING not in " ".join(cleanup.cli_commands(frame))
+
+
+def test_the_command_lists_then_deletes_with_yes(offline, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(cleanup, "_session", lambda session: offline)
+    assert cleanup.command() == 0 and "nothing of the course's was found" in capsys.readouterr().out
+    iam.ensure_job_role(session=offline)
+    assert cleanup.command(yes=True, dry_run=True) == 0
+    assert "dry run: nothing deleted" in capsys.readouterr().out
+    assert iam.role_exists("mtrl-wordle-job-role-offline", session=offline)
+    assert cleanup.command(yes=True) == 0
+    assert "clean: nothing of the course's is left" in capsys.readouterr().out
+    assert not iam.role_exists("mtrl-wordle-job-role-offline", session=offline)
+
+
+def test_the_agentcore_stack_and_a_control_plane_runtime_are_found_and_deleted(offline):
+    """The AgentCore CLI's CloudFormation stack, and a runtime known to the control plane."""
+    stack = cleanup.stack_names()[0]
+    assert stack == "AgentCore-WordleMTRL-default"
+    template = {"Resources": {"Logs": {"Type": "AWS::Logs::LogGroup", "Properties": {"LogGroupName": "/mtrl/test"}}}}
+    offline.client("cloudformation").create_stack(StackName=stack, TemplateBody=json.dumps(template))
+    control = offline.client("bedrock-agentcore-control")
+    control.create_agent_runtime(
+        agentRuntimeName=deploy.deployed_runtime_name(),
+        agentRuntimeArtifact={"codeConfiguration": {"code": {"s3": {"bucket": "b", "prefix": "p"}}, "runtime": "PYTHON_3_12", "entryPoint": ["main.py"]}},
+        roleArn=f"arn:aws:iam::{config.MOTO_ACCOUNT}:role/x", networkConfiguration={"networkMode": "PUBLIC"},
+    )
+    found = cleanup.discover(offline)
+    assert list(found[cleanup.KIND]) == [cleanup.STACK, cleanup.RUNTIME]
+    cleanup.delete(found, confirm=True, session=offline, echo=False)
+    assert cleanup.verify_empty(offline).empty
