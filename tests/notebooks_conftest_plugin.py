@@ -14,9 +14,33 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
+
+# Offline state never comes from, or goes to, the learner's `.state/`. The unit tests get a folder
+# emptied at the start (set at import: this plugin loads before anything imports
+# mtrl_course.config, which reads the variable once). The notebooks' kernels, which inherit the
+# environment when they start, get another one, the same folder `mtrl notebooks run` uses when it
+# stores the outputs, emptied before the first notebook: so nothing the unit tests trained leaks
+# into a notebook, and the paths notebooks print match the stored outputs.
+STATE_ENV_VAR = "MTRL_STATE_DIR"
+STATE_ROOT = Path(__file__).resolve().parents[1] / ".state"
+TESTS_STATE_DIR = STATE_ROOT / "test-run"
+BATCH_STATE_DIR = STATE_ROOT / "batch"  # = mtrl_course.config.BATCH_STATE_DIR
+_SET_BY_US = not os.environ.get(STATE_ENV_VAR)
+_NOTEBOOK_STATE_READY = False
+
+
+def _fresh(path: Path) -> str:
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True, exist_ok=True)
+    return str(path)
+
+
+if _SET_BY_US:
+    os.environ[STATE_ENV_VAR] = _fresh(TESTS_STATE_DIR)
 
 MARKER = "notebooks"
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -43,6 +67,15 @@ def pytest_configure(config: pytest.Config) -> None:
             option.nbval_current_env = True
         if option.nbval_sanitize_with is None:
             option.nbval_sanitize_with = str(SANITIZE_FILE)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before the first notebook's kernel starts (nbval starts it in this setup), switch folders."""
+    global _NOTEBOOK_STATE_READY
+    if _SET_BY_US and not _NOTEBOOK_STATE_READY and item.path.suffix == NOTEBOOK_SUFFIX:
+        os.environ[STATE_ENV_VAR] = _fresh(BATCH_STATE_DIR)
+        _NOTEBOOK_STATE_READY = True
 
 
 def pytest_collectstart(collector: pytest.Collector) -> None:

@@ -816,6 +816,22 @@ class LocalPipelines:
                 execution.status = "Succeeded"
             execution.modified = _now()
 
+    def _unused_job_name(self, base: str, category: str) -> str:
+        """`base`, or `base-2`, `base-3`... when an earlier kernel's persisted job holds the name.
+
+        moto draws execution ids from Python's global `random`, which the notebooks seed, so two
+        kernels can get the same id; job records outlive their kernel, so the name must not clash.
+        """
+        candidate, counter = base[:63].rstrip("-"), 1
+        while True:
+            try:
+                self.service.get_job(candidate, category)
+            except Exception:
+                return candidate
+            counter += 1
+            suffix = f"-{counter}"
+            candidate = base[: 63 - len(suffix)].rstrip("-") + suffix
+
     def _run_step(self, step: _Step, execution: _Execution, execution_id: str, region: str) -> bool:
         if step.kind == "Lineage":
             step.status = "Succeeded"
@@ -826,7 +842,7 @@ class LocalPipelines:
         args = step.arguments
         # Guess: Pipelines' own naming of Job-step jobs is not documented; this mirrors the
         # `pipelines-<execution id>-<step>` names it gives training jobs.
-        name = f"pipelines-{execution_id}-{step.name}"[:63].rstrip("-")
+        name = self._unused_job_name(f"pipelines-{execution_id}-{step.name}", args.get("JobCategory", ""))
         document = args.get("JobConfigDocument")
         try:
             created = self.service.create_job(
@@ -1247,7 +1263,10 @@ class OfflineBackend:
         self.hub = LocalHub(lambda: self.client("s3", config.OFFLINE_REGION))
         self.runtimes = RuntimeRegistry()
         self.mlflow = LocalMlflowApps(state_dir, self.account, self.client)
-        self.service = LocalMTRLService(self.client, self.mlflow.info, lambda arn: self.runtimes.get(arn) is not None, self.account)
+        self.service = LocalMTRLService(
+            self.client, self.mlflow.info, lambda arn: self.runtimes.get(arn) is not None, self.account,
+            state_dir=lambda: self.state_dir,
+        )
         self.pipelines = LocalPipelines(self.service, self.client)
         self.job_runtime = JobRuntimeRoute(self.account)
         self.lineage = LocalLineage(self.account)

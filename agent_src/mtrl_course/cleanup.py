@@ -490,6 +490,11 @@ def _forget_package_group_in_moto(session: Any, name: str, packages: list[str]) 
     for key in [k for k, v in backend.model_package_name_mapping.items() if v in packages]:
         del backend.model_package_name_mapping[key]
     backend.model_package_groups.pop(name, None)
+    # The local service re-registers finished jobs' packages in every new process (so a later
+    # kernel can evaluate them); tell it these are gone for good.
+    from mtrl_course import aws
+
+    aws.offline_backend().service.forget_model_packages(packages)
 
 
 def _delete_role(session: Any, resource: Resource) -> str:

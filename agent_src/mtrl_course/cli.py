@@ -2,14 +2,33 @@
 
 Every subcommand calls the same toolkit functions the notebooks call, and prints a table.
 Heavy imports happen inside each command so `mtrl --help` stays instant.
+
+    mtrl agent bundle | serve | smoke        the agent: build its AgentCore bundle, serve it, check it
+    mtrl train [--attach JOB]                 launch (or attach to) a training job, wait, print metrics
+    mtrl evaluate --runs base:1.0 trained:1.0 --effort medium
+    mtrl jobs                                 training and evaluation jobs, newest first
+
+Offline (the default) every command runs against the local stack and spends nothing. Live
+(MTRL_MODE=live), `mtrl train` starts a job that bills for hours only with `--yes`.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+# A `--runs` item: `<model>:<temperature>`; the model is "base", "trained" or a training job name.
+RUN_SEPARATOR = ":"
+TRAINED_ALIAS = "trained"
+# Metrics `mtrl train` prints per step (the first is what the SDK prints too; the second is the one to watch).
+STEP_METRICS = ("rollout/reward/mean", "rollout/turns/mean", "val/reward/pass_at_1")
+JOB_LIST_LIMIT = 20
+SERVE_POLL_S = 0.5
 
 
 def _print_table(rows, columns: Sequence[str] | None = None) -> None:
@@ -134,7 +153,232 @@ def _play_interactive(word: str | None) -> int:
 def _course(args: argparse.Namespace) -> int:
     from mtrl_course import course
 
-    return course.run(limit=args.limit)
+    return course.run(limit=args.limit, train=not args.no_train)
+
+
+def _quiet() -> None:
+    from mtrl_course import course
+
+    course.quiet()
+
+
+def _mask(value: Any) -> Any:
+    from mtrl_course import iam
+
+    return iam.mask_account(value) if isinstance(value, str) else value
+
+
+# ---------------------------------------------------------------------------------------- agent
+def _agent_bundle(args: argparse.Namespace) -> int:
+    from mtrl_course import deploy
+
+    out = deploy.build_bundle(Path(args.out) if args.out else None)
+    files = deploy.bundle_manifest(out)
+    print(f"bundle: {out} ({len(files)} files)")
+    _print_table([{"file": name, "sha256": digest[:16]} for name, digest in files])
+    return 0
+
+
+def _agent_serve(args: argparse.Namespace) -> int:
+    from mtrl_course import config, deploy, smoke
+    from mtrl_course.local.runtime import LocalAgentRuntime
+
+    _quiet()
+    if config.is_live():
+        # Live, the agent would call the real Job Runtime: it serves, but only a real job's
+        # rollouts (or the smoke payload, answered 400 "Could not find job") make sense.
+        env = {item["name"]: item["value"] for item in deploy.agent_runtime(deploy.load_project()).get("envVars", [])}
+        runtime = LocalAgentRuntime(name=deploy.deployed_runtime_name(), env=env, register=False).start()
+    else:
+        runtime = smoke.local_runtime(start=False)
+    if args.effort:
+        runtime.env["REASONING_EFFORT"] = args.effort
+    runtime.start()
+    print(f"serving {runtime.app_import} at {runtime.url} (POST /invocations, GET /ping)")
+    print(f"runtime ARN: {_mask(runtime.arn)}" + ("" if config.is_live() else " (offline; boto3 invoke_agent_runtime reaches it)"))
+    print("stop with Ctrl-C" if args.seconds is None else f"stopping after {args.seconds:g} s")
+    deadline = None if args.seconds is None else time.monotonic() + args.seconds
+    try:
+        while deadline is None or time.monotonic() < deadline:
+            time.sleep(SERVE_POLL_S if deadline is None else max(0.0, min(SERVE_POLL_S, deadline - time.monotonic())))
+    except KeyboardInterrupt:
+        print()
+    finally:
+        runtime.close()
+    print("stopped")
+    return 0
+
+
+def _agent_smoke(args: argparse.Namespace) -> int:
+    from mtrl_course import config, smoke
+
+    _quiet()
+    runtime = None
+    if args.runtime_arn:
+        arn = args.runtime_arn
+    elif config.is_live():
+        arn = smoke.find_runtime_arn()
+    else:
+        runtime = smoke.local_runtime()
+        arn = runtime.arn
+    try:
+        result = smoke.invoke_smoke(arn, smoke.smoke_payload(args.account or smoke.caller_account()))
+    finally:
+        if runtime is not None:
+            runtime.close()
+    cause, fix = smoke.diagnose(result)
+    rows = [{"item": k, "value": v} for k, v in result.summary().items()]
+    rows += [{"item": "diagnosis", "value": cause}, {"item": "next", "value": fix}]
+    _print_table(rows)
+    return 0 if result.ok or smoke.diagnose_row(result) is smoke.UNCONFIRMED else 1
+
+
+# ---------------------------------------------------------------------------------------- train
+def _train_resources(args: argparse.Namespace) -> Any:
+    """The course resources, with any of them replaced by a command-line flag."""
+    from mtrl_course import aws, config, resources, storage
+
+    given = {
+        "runtime_arn": args.runtime_arn, "job_role_arn": args.role_arn, "train_s3_uri": args.train_uri,
+        "validation_s3_uri": args.val_uri, "mlflow_app_arn": args.mlflow_app_arn, "output_s3_uri": args.output_uri,
+    }
+    given = {key: value for key, value in given.items() if value}
+    if config.is_live() and len(given) == 6:  # everything on the command line: no discovery needed
+        session = aws.session()
+        account = session.client("sts").get_caller_identity()["Account"]
+        bucket, _ = storage.parse_s3_uri(given["train_s3_uri"])
+        return resources.CourseResources(mode=config.MODE.value, region=session.region_name, account=account,
+                                         bucket=bucket, **given)
+    return dataclasses.replace(resources.prepare(), **given)
+
+
+def _step_metrics(job: Any) -> list[dict[str, Any]]:
+    from mlflow.tracking import MlflowClient
+
+    details = job.mlflow_details or {}
+    config_doc = job.training_config or {}
+    arn = (config_doc.get("MlflowConfig") or {}).get("MlflowResourceArn")
+    if not details.get("RunId") or not arn:
+        return []
+    client = MlflowClient(tracking_uri=arn)
+    steps: dict[int, dict[str, Any]] = {}
+    for key in STEP_METRICS:
+        for metric in client.get_metric_history(details["RunId"], key):
+            steps.setdefault(metric.step, {"step": metric.step})[key] = round(metric.value, 4)
+    return [steps[s] for s in sorted(steps)]
+
+
+def _report_training(job: Any) -> None:
+    from mtrl_course import evaluation, training
+
+    print(f"job: {job.job_name}  status: {job.job_status}")
+    _print_table(training.status_table(job))
+    rows = _step_metrics(job)
+    if rows:
+        print()
+        _print_table(rows, columns=["step", *STEP_METRICS])
+    tokens = evaluation.billable_tokens(job)
+    print()
+    _print_table([{"billable tokens": kind, "count": count} for kind, count in tokens.items()])
+
+
+def _train(args: argparse.Namespace) -> int:
+    from sagemaker.core.utils.exceptions import FailedStatusError
+
+    from mtrl_course import training
+
+    _quiet()
+    if args.attach:
+        job = training.attach(args.attach)
+        if args.wait:
+            job = training.wait(job)
+        _report_training(job)
+        return 0 if job.job_status != "Failed" else 1
+    res = _train_resources(args)
+    hyperparameters = {"max_steps": args.max_steps} if args.max_steps else None
+    trainer = training.make_trainer(res, hyperparameters)
+    try:
+        job = training.launch(trainer, confirm_spend=args.yes)
+    except training.SpendNotConfirmed as error:
+        print(error)
+        return 2
+    print(f"launched {job.job_name}")
+    if args.no_wait:
+        return 0
+    try:
+        job = training.wait(job)
+    except FailedStatusError:
+        job.refresh()
+    _report_training(job)
+    return 0 if job.job_status == "Completed" else 1
+
+
+# ------------------------------------------------------------------------------------- evaluate
+def _run_spec(text: str) -> tuple[str, float]:
+    model, separator, temperature = text.rpartition(RUN_SEPARATOR)
+    if not separator or not model:
+        raise argparse.ArgumentTypeError(f"{text!r} is not <model>:<temperature> (for example base:1.0 or trained:0)")
+    try:
+        value = float(temperature)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: the temperature {temperature!r} is not a number") from None
+    return model, value
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from mtrl_course import evaluation, resources, training
+
+    _quiet()
+    res = resources.prepare()
+    trained = args.job
+    if any(model == TRAINED_ALIAS for model, _ in args.runs) and not trained:
+        trained = training.latest_job("Completed")
+        if trained is None:
+            print("no completed training job to evaluate as 'trained': run `mtrl train` first (or pass --job NAME)")
+            return 1
+    rows = []
+    original = res.reasoning_effort
+    try:
+        for model, temperature in args.runs:
+            name = trained if model == TRAINED_ALIAS else model
+            result = evaluation.evaluate(res, name, temperature=temperature, reasoning_effort=args.effort,
+                                         eval_group_size=args.group_size)
+            rows.append({
+                "model": model, "effort": args.effort, "temperature": temperature,
+                "pass@1": f"{result['pass_at_1']:.1%}", "mean reward": round(result["mean_reward"], 3),
+                "prefill tokens": result["prefill_tokens"], "sample tokens": result["sample_tokens"],
+                "via": result["via"], "job": result["job_name"],
+            })
+    finally:
+        if res.runtime is not None and original and res.reasoning_effort != original:
+            resources.set_reasoning_effort(res, original)
+    if trained and any(model == TRAINED_ALIAS for model, _ in args.runs):
+        print(f"trained = {trained}")
+    _print_table(rows)
+    return 0
+
+
+# ----------------------------------------------------------------------------------------- jobs
+def _jobs(args: argparse.Namespace) -> int:
+    from mtrl_course import aws
+
+    sagemaker = aws.session().client("sagemaker")
+    rows = []
+    for category in ("AgentRFT", "AgentRFTEvaluation"):
+        page = sagemaker.list_jobs(JobCategory=category, SortBy="CreationTime", SortOrder="Descending", MaxResults=args.limit)
+        for summary in page.get("JobSummaries", []):
+            created, ended = summary.get("CreationTime"), summary.get("EndTime")
+            rows.append({
+                "category": category, "name": summary["JobName"], "status": summary["JobStatus"],
+                "secondary": summary.get("JobSecondaryStatus", ""),
+                "created": created.strftime("%Y-%m-%d %H:%M:%S") if created else "",
+                "minutes": round((ended - created).total_seconds() / 60, 1) if created and ended else "",
+            })
+    if not rows:
+        print("no jobs yet (mtrl train starts one)")
+        return 0
+    _print_table(sorted(rows, key=lambda r: r["created"], reverse=True))
+    return 0
 
 
 # ------------------------------------------------------------------------------------ notebooks
@@ -148,6 +392,13 @@ def _notebooks_sync(args: argparse.Namespace) -> int:
     from mtrl_course import notebooks_run
 
     return notebooks_run.sync_command(check=args.check)
+
+
+# -------------------------------------------------------------------------------------- cleanup
+def _cleanup(args: argparse.Namespace) -> int:
+    from mtrl_course import cleanup
+
+    return int(cleanup.command(yes=args.yes, dry_run=args.dry_run) or 0)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -194,7 +445,56 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("course", help="the course's main job, offline (what `make course` runs)")
     p.add_argument("--limit", type=int, default=None, help="play only this many held-out games")
+    p.add_argument("--no-train", action="store_true", help="skip stage 4 (offline training and evaluation)")
     p.set_defaults(func=_course)
+
+    agent = sub.add_parser("agent", help="the agent: AgentCore bundle, a local runtime, the smoke test").add_subparsers(
+        dest="action", required=True
+    )
+    p = agent.add_parser("bundle", help="write the code bundle `agentcore deploy` uploads")
+    p.add_argument("--out", default=None, help="output folder (default: agentcore.json's codeLocation)")
+    p.set_defaults(func=_agent_bundle)
+    p = agent.add_parser("serve", help="serve the agent app on loopback in the foreground (Ctrl-C stops it)")
+    p.add_argument("--effort", choices=["low", "medium", "high"], default=None, help="REASONING_EFFORT (default: agentcore.json's)")
+    p.add_argument("--seconds", type=float, default=None, help="stop after this many seconds (default: run until Ctrl-C)")
+    p.set_defaults(func=_agent_serve)
+    p = agent.add_parser("smoke", help="invoke the runtime once with the service-shaped payload and diagnose the answer")
+    p.add_argument("--runtime-arn", default=None, help="live: the runtime (default: found by the project's name)")
+    p.add_argument("--account", default=None, help="account ID for the fake job ARN (default: your own)")
+    p.set_defaults(func=_agent_smoke)
+
+    p = sub.add_parser("train", help="launch a training job (offline: the stand-in's run) or attach to one")
+    p.add_argument("--runtime-arn", default=None, help="AgentCore runtime ARN (default: the course's)")
+    p.add_argument("--role-arn", default=None, help="training job role ARN (default: the course's)")
+    p.add_argument("--train-uri", default=None, help="s3:// URI of the training dataset")
+    p.add_argument("--val-uri", default=None, help="s3:// URI of the validation dataset")
+    p.add_argument("--mlflow-app-arn", default=None, help="MLflow app ARN (default: the course's)")
+    p.add_argument("--output-uri", default=None, help="s3:// output path (default: under the course prefix)")
+    p.add_argument("--max-steps", type=int, default=None, help="override max_steps")
+    p.add_argument("--yes", action="store_true", help="live: really start the job (it bills tokens for hours)")
+    p.add_argument("--no-wait", action="store_true", help="return once the job is created")
+    p.add_argument("--attach", metavar="JOB_NAME", default=None, help="report on an existing job instead of starting one")
+    p.add_argument("--wait", action="store_true", help="with --attach: wait for the job to end first")
+    p.set_defaults(func=_train)
+
+    p = sub.add_parser("evaluate", help="evaluation jobs, one at a time: base and trained at chosen temperatures")
+    p.add_argument("--runs", nargs="+", type=_run_spec, required=True, metavar="MODEL:TEMPERATURE",
+                   help="e.g. base:0 base:1.0 trained:1.0 (trained = --job, default the newest completed training job)")
+    p.add_argument("--effort", choices=["low", "medium", "high"], default="low", help="the runtime's REASONING_EFFORT")
+    p.add_argument("--job", default=None, help="the training job whose model 'trained' means")
+    p.add_argument("--group-size", type=int, default=1, help="rollouts per word (eval_group_size)")
+    p.set_defaults(func=_evaluate)
+
+    p = sub.add_parser("jobs", help="list training and evaluation jobs, newest first")
+    p.add_argument("--limit", type=int, default=JOB_LIST_LIMIT, help="at most this many of each category")
+    p.set_defaults(func=_jobs)
+
+    p = sub.add_parser(
+        "cleanup", help="find everything the course created (by tag and prefix) and delete it on confirmation"
+    )
+    p.add_argument("--yes", action="store_true", help="delete what was found (default: list only)")
+    p.add_argument("--dry-run", action="store_true", help="show what would be deleted, delete nothing")
+    p.set_defaults(func=_cleanup)
 
     nbs = sub.add_parser("notebooks", help="execute the notebooks offline, or sync their banners").add_subparsers(
         dest="action", required=True

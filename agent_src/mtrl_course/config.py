@@ -40,8 +40,14 @@ REPO_ROOT = _find_repo_root()
 DATA_DIR = REPO_ROOT / "data"
 FIGURES_DIR = REPO_ROOT / "figures"
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
-# Local, git-ignored state: MLflow store, caches, offline job artefacts.
-STATE_DIR = REPO_ROOT / ".state"
+# Local, git-ignored state: offline jobs, adapters and MLflow stores that must outlive a kernel.
+# MTRL_STATE_DIR moves it: the test suite and `mtrl notebooks run` point it at BATCH_STATE_DIR,
+# emptied at their start, so what they produce never depends on what an earlier session left.
+STATE_ENV_VAR = "MTRL_STATE_DIR"
+STATE_DIR = Path(os.environ.get(STATE_ENV_VAR) or REPO_ROOT / ".state")
+BATCH_STATE_DIR = REPO_ROOT / ".state" / "batch"
+# Derived data that is the same for everyone (keyed by content hashes): safe to keep across runs.
+CACHE_DIR = REPO_ROOT / ".cache"
 
 TRAIN_FILE = DATA_DIR / "training-data.jsonl"
 VALIDATION_FILE = DATA_DIR / "validation-data.jsonl"

@@ -320,9 +320,20 @@ def _display_markdown(text: str) -> None:
         print(text)
 
 
+# Loggers whose WARNINGs are housekeeping, not lessons: sagemaker-core warns "No region provided.
+# Using default region." whenever the evaluator or attach() builds a client without one.
+HOUSEKEEPING_WARNING_LOGGERS = ("sagemaker.core.utils.utils",)
+
+
 def _quiet_logs() -> None:
     for name in NOISY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+    for name in HOUSEKEEPING_WARNING_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    # mlflow resets its own logger to INFO when it is imported (after this runs), unless this
+    # variable says otherwise; without it a fresh store prints "Creating initial MLflow database
+    # tables" into the page.
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     # BedrockAgentCoreApp() attaches an INFO handler to its logger unless one is already there,
     # which would print a JSON line per invocation after we quieted it: give it one first.
     app_logger = logging.getLogger("bedrock_agentcore.app")

@@ -23,11 +23,13 @@ Conventions the hygiene tests enforce, and this module supports:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -375,6 +377,29 @@ def run(
     if sync_first and store:
         for message in sync(paths):
             print(f"sync: {message}")
+    # One emptied offline state folder for the whole run, shared by its kernels in order (06
+    # reads the job 05 trained): stored outputs are those of a clean run, whatever `.state/`
+    # holds; the test suite uses the same folder, so printed paths match.
+    shutil.rmtree(config.BATCH_STATE_DIR, ignore_errors=True)
+    config.BATCH_STATE_DIR.mkdir(parents=True, exist_ok=True)
+    with _env(config.STATE_ENV_VAR, str(config.BATCH_STATE_DIR)):
+        return _run_paths(paths, timeout, store)
+
+
+@contextlib.contextmanager
+def _env(name: str, value: str) -> Iterator[None]:
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
+
+
+def _run_paths(paths: Sequence[Path], timeout: int, store: bool) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     for path in paths:
         try:

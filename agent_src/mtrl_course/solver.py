@@ -11,7 +11,7 @@ the solver-backed Strands model in `mtrl_course.local.solver_model`. The two mus
 
 Speed: the solver needs every allowed guess scored against every answer once (about 11k x 3.5k
 one-byte patterns). That matrix is built on first use, kept for the life of the process, and
-saved under `.state/solver/` keyed by a hash of the word lists, so later processes load it in
+saved under `.cache/solver/` keyed by a hash of the word lists, so later processes load it in
 milliseconds instead of rebuilding it in seconds.
 """
 
@@ -38,7 +38,7 @@ from wordle_agent.words import ALLOWED, ANSWERS, ENTROPY
 
 logger = logging.getLogger(__name__)
 
-CACHE_DIR = config.STATE_DIR / "solver"
+CACHE_DIR = config.CACHE_DIR / "solver"
 # Bump when the cached file's layout or meaning changes, so stale files are never reused.
 CACHE_FORMAT = 1
 CACHE_PREFIX = "patterns-"

@@ -211,7 +211,7 @@ _VOCABULARY_LOCK = threading.Lock()
 
 
 def vocabulary() -> Vocabulary:
-    """The process-wide vocabulary (the pattern matrix loads from `.state/solver` once)."""
+    """The process-wide vocabulary (the pattern matrix loads from `.cache/solver` once)."""
     global _VOCABULARY
     with _VOCABULARY_LOCK:
         if _VOCABULARY is None:

@@ -11,6 +11,15 @@ JobConfigDocument (sagemaker/train/agent_rft_job.py, common_utils/job_wait.py).
 The offline override layer (`mtrl_course.aws`) turns `ServiceError` into botocore's ClientError,
 so the SDK and boto3 see the service's error codes and messages.
 
+Jobs outlive the process, as they do in AWS. Each notebook runs in a fresh kernel, so the service
+writes every job's DescribeJob record (on every change) and every model package it registers
+under the offline state directory (`<state>/jobs/`, git-ignored), and a new process reads them
+back on its first job call: `MultiTurnRLTrainer.attach(name)`, DescribeJob, ListJobs and an
+evaluation of the trained package work across kernels. A reloaded job is read-only. A job that
+was still running when its process ended (offline jobs run in threads of the process that created
+them) comes back as Failed, with a reason that says so; one whose process is still alive (a second
+kernel open at the same time) is shown as it progresses, read from its record.
+
 Where the real behaviour is not documented this module guesses, and says so at the spot.
 """
 
@@ -21,12 +30,14 @@ import datetime as dt
 import json
 import logging
 import math
+import os
 import re
+import sys
 import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -65,6 +76,28 @@ LOG_GROUP = "/aws/sagemaker/Job/{category}"
 LOG_STREAM = "{name}/service"
 DATASET_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 STAND_IN_IMAGE = "mtrl-offline-stand-in-adapter:latest"
+
+# Cross-process persistence (see the module docstring).
+STORE_SUBDIR = "jobs"
+PACKAGE_INDEX_FILE = "model-packages.json"
+RECORD_FORMAT = 1
+RECORD_SUFFIX = ".json"
+# DescribeJob fields that hold timestamps (JSON keeps them as ISO 8601 text).
+TIME_FIELDS = ("CreationTime", "LastModifiedTime", "EndTime")
+TRANSITION_TIME_FIELDS = ("StartTime", "EndTime")
+DEAD_OWNER_REASON = (
+    "The offline job stopped when the Python process that ran it (pid {pid}) ended: offline jobs run "
+    "inside the notebook kernel or command that created them, so restarting that kernel ends them. "
+    "Start a new job (and leave the kernel running until it finishes)."
+)
+ORPHAN_REASON = (
+    "The offline backend was reset while this job was running (aws.reset_offline), which ends every "
+    "running job. Start a new job."
+)
+FOREIGN_JOB_MESSAGE = (
+    "Job {name} runs in another Python process (pid {pid}); offline jobs can only be stopped or deleted "
+    "from the process (notebook kernel) that created them."
+)
 
 
 class ServiceError(Exception):
@@ -288,6 +321,7 @@ class LocalJob:
             del self.transitions[:-MAX_TRANSITIONS]
             self.secondary_status = status
             self.last_modified_time = now
+            self._service._save(self)
         self.log(f"{status}: {message}" if message else status)
 
     def update_progress(self, **info: Any) -> None:
@@ -312,6 +346,7 @@ class LocalJob:
                 del usage["TrainTokenCount"]
             self.service_output["BillableTokenUsage"] = usage
             self.last_modified_time = _now()
+            self._service._save(self)
 
     def set_output_model_package(self, arn: str) -> None:
         self._update_output("OutputModelPackageArn", arn, merge=False)
@@ -338,15 +373,17 @@ class LocalJob:
             container["ModelDataSource"] = {"S3DataSource": {"S3Uri": adapter_s3_uri, "S3DataType": "S3Prefix", "CompressionType": "None"}}
         sagemaker = self._service.client("sagemaker", self.config.region)
         group = group_arn.rsplit("/", 1)[-1]
-        arn = sagemaker.create_model_package(
-            ModelPackageGroupName=group,
-            ModelPackageDescription=description or f"LoRA adapter from {self.category} job {self.name} (offline stand-in)",
-            InferenceSpecification={
+        request = {
+            "ModelPackageGroupName": group,
+            "ModelPackageDescription": description or f"LoRA adapter from {self.category} job {self.name} (offline stand-in)",
+            "InferenceSpecification": {
                 "Containers": [container],
                 "SupportedContentTypes": ["application/json"],
                 "SupportedResponseMIMETypes": ["application/json"],
             },
-        )["ModelPackageArn"]
+        }
+        arn = sagemaker.create_model_package(**request)["ModelPackageArn"]
+        self._service._record_package(arn, self.config.region, request)
         if not checkpoint:
             self.set_output_model_package(arn)
         return arn
@@ -405,6 +442,7 @@ class LocalJob:
             else:
                 self.service_output[key] = value
             self.last_modified_time = _now()
+            self._service._save(self)
 
     # -- API shapes ---------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
@@ -449,7 +487,279 @@ class LocalJob:
             return summary
 
 
+# ----------------------------------------------------------------------------------------------
+# Jobs on disk: records written by this process or an earlier one
+
+
+def _process_start(pid: int) -> str | None:
+    """When process `pid` started, as the kernel counts it (Linux), or None if unknown.
+
+    Together with the pid it names a process for good: pids are reused, start times are not.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    # Field 22 of /proc/<pid>/stat (starttime); the fields after the ")" begin at field 3.
+    return fields[19] if len(fields) > 19 else None
+
+
+def process_identity() -> dict[str, Any]:
+    """This process as a job record's owner: pid and start time."""
+    pid = os.getpid()
+    return {"Pid": pid, "Started": _process_start(pid)}
+
+
+def process_alive(owner: Mapping[str, Any]) -> bool:
+    """True if the process a record names is still running (the same process, not a reused pid)."""
+    pid = int(owner.get("Pid") or 0)
+    if pid <= 0:
+        return False
+    if os.name == "nt":  # os.kill would terminate the process on Windows
+        try:
+            import psutil
+        except ImportError:
+            return True  # cannot tell: better to show a job as running than to fail it wrongly
+        return bool(psutil.pid_exists(pid))
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # it exists, under another user
+    except OSError:
+        return False
+    started = owner.get("Started")
+    now = _process_start(pid)
+    return started is None or now is None or now == started
+
+
+def _encode_time(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    raise TypeError(f"cannot store {type(value).__name__} in a job record")
+
+
+def _decode_times(describe: dict[str, Any]) -> dict[str, Any]:
+    for key in TIME_FIELDS:
+        if isinstance(describe.get(key), str):
+            describe[key] = dt.datetime.fromisoformat(describe[key])
+    for transition in describe.get("SecondaryStatusTransitions") or []:
+        for key in TRANSITION_TIME_FIELDS:
+            if isinstance(transition.get(key), str):
+                transition[key] = dt.datetime.fromisoformat(transition[key])
+    return describe
+
+
+class JobStore:
+    """DescribeJob records (`<category>/<name>.json`) and model-package registrations on disk.
+
+    Writes are atomic (a temporary file renamed over the record), so a reader in another process
+    never sees half a record.
+    """
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        self._lock = threading.Lock()
+
+    def path(self, category: str, name: str) -> Path:
+        return self.directory / category / f"{name}{RECORD_SUFFIX}"
+
+    def _write(self, path: Path, payload: Any) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        temporary.write_text(json.dumps(payload, default=_encode_time, indent=1, sort_keys=True) + "\n")
+        os.replace(temporary, path)
+
+    def save(self, describe: Mapping[str, Any], owner: Mapping[str, Any]) -> None:
+        record = {"Format": RECORD_FORMAT, "Owner": dict(owner), "Describe": dict(describe)}
+        self._write(self.path(describe["JobCategory"], describe["JobName"]), record)
+
+    def load(self, path: Path) -> dict[str, Any] | None:
+        """One record ({"Owner", "Describe"} with timestamps decoded), or None if unreadable."""
+        try:
+            record = json.loads(path.read_text())
+            if record.get("Format") != RECORD_FORMAT:
+                raise ValueError(f"record format {record.get('Format')!r}, expected {RECORD_FORMAT}")
+            record["Describe"] = _decode_times(record["Describe"])
+            return record
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            logger.warning("offline job record %s skipped: %s", path, err)
+            return None
+
+    def keys(self) -> list[tuple[str, str]]:
+        """(category, name) of every stored record."""
+        found = []
+        for category in JOB_CATEGORIES:
+            folder = self.directory / category
+            if folder.is_dir():
+                found += [(category, p.name[: -len(RECORD_SUFFIX)]) for p in folder.glob(f"*{RECORD_SUFFIX}") if not p.name.startswith(".")]
+        return sorted(found)
+
+    def remove(self, category: str, name: str) -> None:
+        self.path(category, name).unlink(missing_ok=True)
+
+    # -- model packages -----------------------------------------------------------------------
+    def _package_path(self) -> Path:
+        return self.directory / PACKAGE_INDEX_FILE
+
+    def packages(self) -> list[dict[str, Any]]:
+        """Every recorded registration: {"Arn", "Region", "Request"} (CreateModelPackage's arguments)."""
+        path = self._package_path()
+        if not path.is_file():
+            return []
+        try:
+            return list(json.loads(path.read_text()))
+        except (OSError, ValueError) as err:
+            logger.warning("offline model-package index %s skipped: %s", path, err)
+            return []
+
+    def add_package(self, arn: str, region: str, request: Mapping[str, Any]) -> None:
+        with self._lock:
+            # A group deleted and refilled gives out version numbers again: the newer wins.
+            entries = [e for e in self.packages() if e.get("Arn") != arn]
+            entries.append({"Arn": arn, "Region": region, "Request": dict(request)})
+            self._write(self._package_path(), entries)
+
+    def forget_packages(self, arns: Sequence[str]) -> int:
+        with self._lock:
+            entries = self.packages()
+            kept = [e for e in entries if e.get("Arn") not in set(arns)]
+            if len(kept) != len(entries):
+                self._write(self._package_path(), kept)
+            return len(entries) - len(kept)
+
+
+def _package_version(arn: str) -> int:
+    tail = arn.rsplit("/", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+class StoredJob:
+    """A job known only from its record on disk: written by an earlier (or another) process.
+
+    Read-only: it has the attributes and `describe()`/`summary()` of a `LocalJob`, and no runner.
+    A job whose owning process is still alive (`foreign`) is re-read from disk as it progresses.
+    """
+
+    def __init__(self, record: Mapping[str, Any], store: JobStore):
+        self._store = store
+        self._lock = threading.RLock()
+        self._stop_requested = threading.Event()
+        self._apply(record)
+
+    def _apply(self, record: Mapping[str, Any]) -> None:
+        with self._lock:
+            self.owner = dict(record.get("Owner") or {})
+            self.record = copy.deepcopy(dict(record["Describe"]))
+            self.name = self.record["JobName"]
+            self.arn = self.record["JobArn"]
+            self.category = self.record["JobCategory"]
+
+    @property
+    def status(self) -> str:
+        return self.record["JobStatus"]
+
+    @property
+    def secondary_status(self) -> str:
+        return self.record.get("SecondaryStatus", "")
+
+    @property
+    def failure_reason(self) -> str | None:
+        return self.record.get("FailureReason")
+
+    @property
+    def creation_time(self) -> dt.datetime:
+        return self.record["CreationTime"]
+
+    @property
+    def last_modified_time(self) -> dt.datetime:
+        return self.record["LastModifiedTime"]
+
+    @property
+    def end_time(self) -> dt.datetime | None:
+        return self.record.get("EndTime")
+
+    @property
+    def service_output(self) -> dict[str, Any]:
+        return json.loads(self.record.get("JobConfigDocument") or "{}").get("ServiceOutput", {})
+
+    @property
+    def foreign(self) -> bool:
+        """Still running in another live process."""
+        return self.status in ACTIVE
+
+    @property
+    def done(self) -> bool:
+        return self.status in TERMINAL
+
+    def should_stop(self) -> bool:
+        return True
+
+    def refresh(self) -> None:
+        """Re-read a running job's record (its process keeps writing it)."""
+        if self.done:
+            return
+        record = self._store.load(self._store.path(self.category, self.name))
+        if record is None:
+            return
+        if record["Describe"]["JobStatus"] in ACTIVE and not process_alive(record.get("Owner") or {}):
+            record = _failed_record(record, DEAD_OWNER_REASON.format(pid=(record.get("Owner") or {}).get("Pid", "?")))
+            self._store.save(record["Describe"], record["Owner"])
+        self._apply(record)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self.refresh()
+            if self.done:
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(STORED_JOB_POLL_S)
+
+    def describe(self) -> dict[str, Any]:
+        with self._lock:
+            return copy.deepcopy(self.record)
+
+    def summary(self) -> dict[str, Any]:
+        with self._lock:
+            summary = {
+                "JobArn": self.arn,
+                "JobName": self.name,
+                "JobCategory": self.category,
+                "JobStatus": self.status,
+                "JobSecondaryStatus": self.secondary_status,
+                "CreationTime": self.creation_time,
+                "LastModifiedTime": self.last_modified_time,
+            }
+            if self.end_time:
+                summary["EndTime"] = self.end_time
+            return summary
+
+
+STORED_JOB_POLL_S = 0.2
+
+
+def _failed_record(record: Mapping[str, Any], reason: str) -> dict[str, Any]:
+    """A copy of a running job's record, failed now with `reason` (DescribeJob's shape)."""
+    failed = copy.deepcopy(dict(record))
+    describe = failed["Describe"]
+    now = _now()
+    transitions = describe.setdefault("SecondaryStatusTransitions", [])
+    if transitions and "EndTime" not in transitions[-1]:
+        transitions[-1]["EndTime"] = now
+    transitions.append({"Status": "Failed", "StartTime": now, "EndTime": now, "StatusMessage": reason})
+    del transitions[:-MAX_TRANSITIONS]
+    describe.update(JobStatus="Failed", SecondaryStatus="Failed", FailureReason=reason, EndTime=now, LastModifiedTime=now)
+    return failed
+
+
 Runner = Callable[[LocalJob], None]
+AnyJob = LocalJob | StoredJob
 
 
 # ----------------------------------------------------------------------------------------------
@@ -465,6 +775,9 @@ class LocalMTRLService:
         runtime_registered: `runtime_registered(arn)` True if a local runtime serves that ARN.
         account: the offline account id (moto's).
         phase_seconds: pause in each of Starting / Downloading / Pending, so a watcher sees them.
+        state_dir: where job records go (`<state_dir>/jobs/`): a path, a callable returning one
+            (read at every call, so a backend reset to another folder is followed), or None for
+            the offline backend's state directory when this is its service (else: no records).
     """
 
     def __init__(
@@ -474,13 +787,17 @@ class LocalMTRLService:
         runtime_registered: Callable[[str], bool],
         account: str,
         phase_seconds: float = 0.0,
+        state_dir: Path | Callable[[], Path | None] | None = None,
     ):
         self.client = client
         self._mlflow_app = mlflow_app
         self._runtime_registered = runtime_registered
         self.account = account
         self.phase_seconds = phase_seconds
-        self._jobs: dict[tuple[str, str], LocalJob] = {}
+        self._state_dir = state_dir
+        self._store: JobStore | None = None
+        self._loaded_from: Path | None = None
+        self._jobs: dict[tuple[str, str], AnyJob] = {}
         self._runners: dict[str, Runner] = {}
         self._assume_attempts: dict[str, int] = {}
         self._lock = threading.RLock()
@@ -502,16 +819,139 @@ class LocalMTRLService:
         return self._runners.get(category)
 
     # -- lookups for runners and tests --------------------------------------------------------
-    def get_job(self, name: str, category: str = TRAINING) -> LocalJob:
+    def get_job(self, name: str, category: str = TRAINING) -> AnyJob:
+        """The job (a `LocalJob` of this process, or a `StoredJob` read from disk)."""
+        self._sync()
         with self._lock:
             job = self._jobs.get((category, name))
         if job is None:
+            job = self._adopt_one(category, name)
+        if job is None:
             raise ServiceError("ResourceNotFound", f"Job {name} of category {category} does not exist.")
+        if isinstance(job, StoredJob):
+            job.refresh()
         return job
 
-    def jobs(self) -> list[LocalJob]:
+    def jobs(self) -> list[AnyJob]:
+        self._sync()
         with self._lock:
-            return list(self._jobs.values())
+            jobs = list(self._jobs.values())
+        for job in jobs:
+            if isinstance(job, StoredJob):
+                job.refresh()
+        return jobs
+
+    def running_here(self, category: str | None = None) -> list[LocalJob]:
+        """Jobs this process is running (InProgress or Stopping), of one category or all."""
+        with self._lock:
+            return [
+                j for j in self._jobs.values()
+                if isinstance(j, LocalJob) and j.status in ACTIVE and (category is None or j.category == category)
+            ]
+
+    # -- persistence --------------------------------------------------------------------------
+    def store(self) -> JobStore | None:
+        """Where job records are kept (None: this service keeps nothing on disk)."""
+        directory = self._state_dir() if callable(self._state_dir) else self._state_dir
+        if directory is None:
+            directory = self._backend_state_dir()
+        if directory is None:
+            return None
+        directory = Path(directory) / STORE_SUBDIR
+        with self._lock:
+            if self._store is None or self._store.directory != directory:
+                self._store = JobStore(directory)
+            return self._store
+
+    def _backend_state_dir(self) -> Path | None:
+        # The offline backend builds this service before it is published as the process's
+        # backend, so its folder is looked up at call time (and follows reset_offline(dir)).
+        aws = sys.modules.get("mtrl_course.aws")
+        backend = getattr(aws, "_BACKEND", None) if aws is not None else None
+        if backend is not None and getattr(backend, "service", None) is self:
+            return Path(backend.state_dir)
+        return None
+
+    def _save(self, job: LocalJob) -> None:
+        store = self.store()
+        if store is None:
+            return
+        try:
+            with job._lock:
+                store.save(job.describe(), process_identity())
+        except OSError as err:  # a full disk must not fail the job itself
+            logger.warning("offline job record of %s not written: %s", job.name, err)
+
+    def _record_package(self, arn: str, region: str, request: Mapping[str, Any]) -> None:
+        store = self.store()
+        if store is not None:
+            store.add_package(arn, region, request)
+
+    def forget_model_packages(self, arns: Sequence[str]) -> int:
+        """Stop restoring these model packages in later processes (clean-up deleted them)."""
+        store = self.store()
+        return store.forget_packages(arns) if store is not None else 0
+
+    def _sync(self) -> None:
+        """Read the stored jobs on the first call (again after a reset or a change of folder)."""
+        store = self.store()
+        if store is None:
+            return
+        with self._lock:
+            if self._loaded_from == store.directory:
+                return
+            self._loaded_from = store.directory
+            for category, name in store.keys():
+                if (category, name) not in self._jobs:
+                    self._adopt_one(category, name)
+            self._restore_packages(store)
+
+    def _adopt_one(self, category: str, name: str) -> StoredJob | None:
+        """Load one stored record into the service (None if there is none)."""
+        store = self.store()
+        if store is None:
+            return None
+        record = store.load(store.path(category, name))
+        if record is None:
+            return None
+        if record["Describe"]["JobStatus"] in ACTIVE:
+            owner = record.get("Owner") or {}
+            if owner == process_identity():
+                # This process wrote it, yet no runner holds it: a reset abandoned the job.
+                record = _failed_record(record, ORPHAN_REASON)
+                store.save(record["Describe"], owner)
+            elif not process_alive(owner):
+                record = _failed_record(record, DEAD_OWNER_REASON.format(pid=owner.get("Pid", "?")))
+                store.save(record["Describe"], owner)
+        job = StoredJob(record, store)
+        with self._lock:
+            return self._jobs.setdefault((category, name), job)  # type: ignore[return-value]
+
+    def _restore_packages(self, store: JobStore) -> None:
+        """Register the stored model packages again in moto, whose records die with the process.
+
+        moto numbers a group's packages 1, 2, ...; registering them group by group in version
+        order gives every package its old ARN back, so stored jobs still point at them.
+        """
+        entries = sorted(store.packages(), key=lambda e: (e["Request"]["ModelPackageGroupName"], _package_version(e["Arn"])))
+        for entry in entries:
+            request = entry["Request"]
+            sagemaker = self.client("sagemaker", entry.get("Region") or IAM_REGION)
+            try:
+                sagemaker.describe_model_package(ModelPackageName=entry["Arn"])
+                continue
+            except Exception:  # not there (the usual case in a new process)
+                pass
+            group = request["ModelPackageGroupName"]
+            try:
+                sagemaker.describe_model_package_group(ModelPackageGroupName=group)
+            except Exception:
+                sagemaker.create_model_package_group(
+                    ModelPackageGroupName=group, ModelPackageGroupDescription="Restored by the offline MTRL service"
+                )
+            arn = sagemaker.create_model_package(**request)["ModelPackageArn"]
+            if arn != entry["Arn"]:
+                logger.warning("offline model package %s came back as %s (a version is missing from its group)", entry["Arn"], arn)
 
     # -- the API ------------------------------------------------------------------------------
     def create_job(self, params: Mapping[str, Any], region: str) -> dict[str, Any]:
@@ -522,8 +962,9 @@ class LocalMTRLService:
             raise validation_error(_coral_errors([f"Value '{name}' at 'jobName' failed to satisfy constraint: Member must satisfy regular expression pattern: {JOB_NAME_PATTERN.pattern}"]))
         if params["JobConfigSchemaVersion"] != SCHEMA_VERSION:
             raise validation_error(f"JobConfigSchemaVersion {params['JobConfigSchemaVersion']} is not supported for {category}; supported versions: {SCHEMA_VERSION}.")
+        self._sync()
         with self._lock:
-            if (category, name) in self._jobs:
+            if (category, name) in self._jobs or self._adopt_one(category, name) is not None:
                 raise ServiceError("ResourceInUse", f"Job {name} of category {category} already exists.")
         try:
             document = json.loads(params["JobConfigDocument"])
@@ -539,9 +980,10 @@ class LocalMTRLService:
         arn = f"arn:aws:sagemaker:{region}:{self.account}:job/{category}/{name}"
         with self._lock:
             # Checked last, as the quota applies to accepted requests only (a guess: the real
-            # service's check order is not documented).
+            # service's check order is not documented). Offline each process runs its own jobs
+            # on its own CPU, so a job running in another process (another kernel) does not count.
             limit, quota_name = QUOTA[category]
-            active = [j for j in self._jobs.values() if j.category == category and j.status in ACTIVE]
+            active = self.running_here(category)
             if len(active) >= limit:
                 raise ServiceError(
                     "ResourceLimitExceeded",
@@ -561,6 +1003,11 @@ class LocalMTRLService:
 
     def list_jobs(self, params: Mapping[str, Any]) -> dict[str, Any]:
         category = params["JobCategory"]
+        store = self.store()
+        if store is not None:  # jobs another process created since this one last looked
+            for key in store.keys():
+                if key not in self._jobs:
+                    self._adopt_one(*key)
         jobs = [j for j in self.jobs() if j.category == category]
         needle = params.get("NameContains")
         if needle:
@@ -589,6 +1036,10 @@ class LocalMTRLService:
 
     def stop_job(self, params: Mapping[str, Any]) -> dict[str, Any]:
         job = self.get_job(params["JobName"], params["JobCategory"])
+        if isinstance(job, StoredJob):
+            if job.foreign:
+                raise validation_error(FOREIGN_JOB_MESSAGE.format(name=job.name, pid=job.owner.get("Pid", "?")))
+            raise validation_error(f"Job {job.name} is in status {job.status} and cannot be stopped.")
         with job._lock:
             if job.status != "InProgress":
                 raise validation_error(f"Job {job.name} is in status {job.status} and cannot be stopped.")
@@ -599,28 +1050,40 @@ class LocalMTRLService:
 
     def delete_job(self, params: Mapping[str, Any]) -> dict[str, Any]:
         job = self.get_job(params["JobName"], params["JobCategory"])
+        if isinstance(job, StoredJob) and job.foreign:
+            raise validation_error(FOREIGN_JOB_MESSAGE.format(name=job.name, pid=job.owner.get("Pid", "?")))
         if job.status not in TERMINAL:
             raise validation_error(f"Job {job.name} is in status {job.status}; stop it before deleting it.")
         with self._lock:
             self._jobs.pop((job.category, job.name), None)
+        store = self.store()
+        if store is not None:
+            store.remove(job.category, job.name)
         return {}
 
     def shutdown(self, timeout: float = 5.0) -> None:
-        """Ask every running job to stop and wait a little for their runners (used by resets)."""
-        for job in self.jobs():
-            if not job.done:
-                job._stop_requested.set()
+        """Ask every running job of this process to stop and wait a little for their runners (used by resets)."""
+        with self._lock:
+            running = [j for j in self._jobs.values() if isinstance(j, LocalJob) and not j.done]
+        for job in running:
+            job._stop_requested.set()
         deadline = time.monotonic() + timeout
-        for job in self.jobs():
+        for job in running:
             job.wait(max(0.0, deadline - time.monotonic()))
 
     def reset(self) -> None:
-        """Stop and forget every job, runner and retry count (the offline backend's reset)."""
+        """Stop and forget every job, runner and retry count (the offline backend's reset).
+
+        Job records on disk stay; the next call reads them again (from the backend's folder,
+        which a reset may have moved).
+        """
         self.shutdown()
         with self._lock:
             self._jobs.clear()
             self._runners.clear()
             self._assume_attempts.clear()
+            self._loaded_from = None
+            self._store = None
         self.forget_logs()
 
     # -- validation ---------------------------------------------------------------------------
@@ -842,6 +1305,7 @@ class LocalMTRLService:
             job.failure_reason = reason
             job.end_time = now
             job.last_modified_time = now
+            self._save(job)
             job._terminal.set()
 
     def put_log(self, job: LocalJob, message: str) -> None:

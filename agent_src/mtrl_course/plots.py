@@ -1,0 +1,243 @@
+"""The course's figures: training curves, base-versus-trained bars, billable tokens.
+
+Each function takes plain data (a DataFrame or a dict), returns a matplotlib Figure and draws
+nothing else: the notebook saves and shows it with `nb.save_figure`. Titles state what the data
+shows, computed from the data itself, so a title can never claim more than the plot holds. Axis
+labels carry units. No randomness and no dates, so the same data gives the same PNG bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure
+
+from mtrl_course import costs
+
+REWARD_MEAN = "rollout/reward/mean"
+REWARD_STD = "rollout/reward/std"
+VAL_PASS_AT_1 = "val/reward/pass_at_1"
+SOLVE_THRESHOLD_NOTE = "a solve scores >= 1.01, a loss <= -0.35"
+# Colours: one per meaning, the same in every figure of the course.
+COLOUR_REWARD = "tab:blue"
+COLOUR_VALIDATION = "tab:orange"
+COLOUR_BASE = "0.65"
+COLOUR_GAIN = "tab:green"
+COLOUR_LOSS = "tab:red"
+DIMENSION_COLOURS = {"prefill": "tab:blue", "sample": "tab:orange", "train": "tab:purple"}
+WIDE_FIGSIZE = (10.0, 3.8)
+BAND_ALPHA = 0.2
+PERCENT = 100.0
+PERCENT_HEADROOM = 1.12
+PERCENT_TICK = 20
+# Bar labels below this share of the axis would not fit inside their bar.
+MIN_LABELLED_SHARE = 0.06
+
+
+def _percent_axis(ax: Any, label: str) -> None:
+    # Headroom above 100% keeps value labels on top of full bars clear of the title.
+    ax.set_ylim(0, PERCENT * PERCENT_HEADROOM)
+    ax.set_yticks(range(0, int(PERCENT) + 1, PERCENT_TICK))
+    ax.set_ylabel(label)
+
+
+# --- training curves ------------------------------------------------------------------------------
+def training_curves(frame: pd.DataFrame, *, label: str = "stand-in policy") -> Figure:
+    """Reward per game (mean +- std band) per step, and the validation solve rate where measured.
+
+    `frame`: one row per step (the index), columns named like the service's metrics, as
+    `monitoring.metrics_frame` returns; it needs `rollout/reward/mean` and `val/reward/pass_at_1`
+    (`rollout/reward/std` draws the band when present). `label` names the policy in the title.
+    """
+    for column in (REWARD_MEAN, VAL_PASS_AT_1):
+        if column not in frame.columns:
+            raise ValueError(f"training_curves needs the metric {column!r}; the frame has {sorted(frame.columns)}")
+    data = frame.sort_index()
+    reward = data[REWARD_MEAN].dropna()
+    validation = data[VAL_PASS_AT_1].dropna()
+    if reward.empty or validation.empty:
+        raise ValueError("training_curves needs at least one logged value of each metric")
+    fig, (left, right) = plt.subplots(1, 2, figsize=WIDE_FIGSIZE)
+
+    left.plot(reward.index, reward.values, color=COLOUR_REWARD, marker="o", markersize=3, label="mean")
+    if REWARD_STD in data.columns:
+        std = data[REWARD_STD].reindex(reward.index).fillna(0.0)
+        left.fill_between(reward.index, reward - std, reward + std, color=COLOUR_REWARD, alpha=BAND_ALPHA, label="± 1 std")
+    left.axhline(0.0, color="0.4", linewidth=0.8)
+    left.set_xlabel("training step")
+    left.set_ylabel("reward per game (reward units)")
+    left.set_title(f"Training rollouts (temperature 1): {SOLVE_THRESHOLD_NOTE}", fontsize=9)
+    left.legend(loc="lower right", fontsize=8)
+
+    right.plot(validation.index, validation.values * PERCENT, color=COLOUR_VALIDATION, marker="s", markersize=5)
+    for step, value in validation.items():
+        right.annotate(f"{value:.0%}", (step, value * PERCENT), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
+    right.set_xlabel("training step")
+    _percent_axis(right, "held-out words solved (%)")
+    right.set_title("Validation (temperature 0): val/reward/pass_at_1", fontsize=9)
+    steps = list(reward.index) + list(validation.index)
+    for ax in (left, right):
+        ax.set_xlim(min(steps) - 0.5, max(steps) + 0.5)
+
+    first_step, last_step = validation.index[0], validation.index[-1]
+    fig.suptitle(
+        f"{label}: validation solve rate {validation.iloc[0]:.0%} at step {first_step} -> "
+        f"{validation.iloc[-1]:.0%} at step {last_step} (best {validation.max():.0%}); "
+        f"reward per game {reward.iloc[0]:+.2f} -> {reward.iloc[-1]:+.2f}",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    return fig
+
+
+# --- evaluation bars ------------------------------------------------------------------------------
+def setting_label(effort: str, temperature: float) -> str:
+    """"low effort, T=0": how a serving setting is named in tables and figures."""
+    return f"{effort} effort, T={float(temperature):g}"
+
+
+def evaluation_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Base and trained solve rates per setting, in one row per setting.
+
+    Accepts the wide form (columns `setting`, `base`, `trained`) or the long form of
+    `evaluation.run_grid` (one row per model and setting: `setting`, or `effort` (or
+    `reasoning_effort`) and `temperature`; a `model` column whose values start with "base" or
+    "trained"; the solve rate in `pass_at_1` or `eval/reward/pass_at_1`). Returns `setting`,
+    `base`, `trained`, `gain` (fractions), settings in the order they first appear.
+    """
+    data = frame.copy()
+    if "setting" not in data.columns:
+        effort = next((c for c in ("effort", "reasoning_effort") if c in data.columns), None)
+        if effort is None or "temperature" not in data.columns:
+            raise ValueError("evaluation results need a 'setting' column, or 'effort' and 'temperature'")
+        data["setting"] = [setting_label(e, t) for e, t in zip(data[effort], data["temperature"])]
+    if {"base", "trained"} <= set(data.columns):
+        wide = data[["setting", "base", "trained"]]
+    else:
+        rate = next((c for c in ("pass_at_1", "eval/reward/pass_at_1", "solve_rate") if c in data.columns), None)
+        if rate is None or "model" not in data.columns:
+            raise ValueError(
+                "evaluation results need 'base' and 'trained' columns, or a 'model' column and a solve-rate "
+                f"column (pass_at_1); got {sorted(data.columns)}"
+            )
+        kind = data["model"].astype(str).str.lower().str.extract(r"^(base|trained)", expand=False)
+        if kind.isna().any():
+            raise ValueError(f"model values must start with 'base' or 'trained'; got {sorted(set(data['model']))}")
+        wide = data.assign(kind=kind).pivot_table(index="setting", columns="kind", values=rate, sort=False).reset_index()
+        wide.columns.name = None
+    order = list(dict.fromkeys(data["setting"]))  # the caller's order of the settings
+    wide = wide.set_index("setting").loc[order].reset_index()
+    wide["gain"] = wide["trained"] - wide["base"]
+    return wide[["setting", "base", "trained", "gain"]]
+
+
+def evaluation_bars(frame: pd.DataFrame, *, label: str = "stand-in policy") -> Figure:
+    """Stacked bars per setting: the base model's solve rate, and the adapter's gain on top.
+
+    A setting where the adapter lost ground shows the trained rate as the bar and the loss as a
+    hatched red segment above it. `frame`: see `evaluation_table`.
+    """
+    table = evaluation_table(frame)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(table) + 2.0), 4.0))
+    x = range(len(table))
+    lower = [min(b, t) * PERCENT for b, t in zip(table["base"], table["trained"])]
+    step = [abs(g) * PERCENT for g in table["gain"]]
+    ax.bar(x, lower, color=COLOUR_BASE, label="base model")
+    gains = [s if g >= 0 else 0.0 for s, g in zip(step, table["gain"])]
+    losses = [s if g < 0 else 0.0 for s, g in zip(step, table["gain"])]
+    ax.bar(x, gains, bottom=lower, color=COLOUR_GAIN, label="gain from the adapter")
+    if any(losses):
+        ax.bar(x, losses, bottom=lower, color="white", edgecolor=COLOUR_LOSS, hatch="//", label="loss from the adapter")
+    for i, row in table.iterrows():
+        top = max(row["base"], row["trained"]) * PERCENT
+        ax.annotate(f"{row['base']:.0%} -> {row['trained']:.0%}", (i, top), textcoords="offset points", xytext=(0, 4), ha="center", fontsize=9)
+    ax.set_xticks(list(x), list(table["setting"]), fontsize=9)
+    ax.set_xlabel("serving setting (reasoning effort, sampling temperature)")
+    _percent_axis(ax, "held-out words solved (%)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    points = table["gain"] * PERCENT
+    if (points > 0).all():
+        finding = f"the adapter adds {points.min():.0f} to {points.max():.0f} points in every setting"
+    else:
+        finding = f"the adapter's effect ranges from {points.min():+.0f} to {points.max():+.0f} points"
+    best = table.loc[table["trained"].idxmax()]
+    ax.set_title(f"{label}: {finding}; best: {best['setting']} ({best['trained']:.0%})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+# --- billable tokens ---------------------------------------------------------------------------------
+def _runs(tokens: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """{run label: counts}: one mapping of token counts, or several under labels."""
+    values = list(tokens.values())
+    if values and all(isinstance(v, Mapping) for v in values):
+        return {str(name): costs.token_counts(v) for name, v in tokens.items()}
+    return {"this run": costs.token_counts(tokens)}
+
+
+def _stacked_shares(ax: Any, runs: Mapping[str, Mapping[str, float]], text: Mapping[str, Mapping[str, str]]) -> None:
+    names = list(runs)
+    for row, name in enumerate(names):
+        total = sum(runs[name].values())
+        left = 0.0
+        for dimension in costs.DIMENSIONS:
+            share = runs[name][dimension] / total if total else 0.0
+            ax.barh(row, share * PERCENT, left=left * PERCENT, color=DIMENSION_COLOURS[dimension],
+                    label=dimension if row == 0 else None)
+            if share >= MIN_LABELLED_SHARE:
+                ax.text((left + share / 2) * PERCENT, row, f"{dimension}\n{text[name][dimension]}", ha="center",
+                        va="center", fontsize=8, color="white")
+            left += share
+    ax.set_yticks(range(len(names)), names)
+    ax.invert_yaxis()
+    ax.set_xlim(0, PERCENT)
+    ax.grid(axis="y", visible=False)
+
+
+def cost_breakdown(tokens: Mapping[str, Any], prices: Mapping[str, Any] | None = None) -> Figure:
+    """Billable tokens by dimension (prefill, sample, train) as shares of each run's total.
+
+    `tokens`: one run's counts (keys prefill/sample/train or DescribeJob's names), or several
+    runs as {label: counts}. With your `prices` (USD per million tokens) a second panel shows
+    each dimension's share of the cost and the total in dollars; without prices there are no
+    dollars anywhere in the figure.
+    """
+    runs = _runs(tokens)
+    checked = costs.check_prices(prices)
+    panels = 2 if checked is not None else 1
+    fig, axes = plt.subplots(1, panels, figsize=(WIDE_FIGSIZE[0] if panels == 2 else 7.0, 1.0 + 0.9 * len(runs) + 0.8), squeeze=False)
+    token_text = {
+        name: {d: f"{counts[d] / costs.MILLION:,.1f} M" if counts[d] >= costs.MILLION / 10 else f"{counts[d]:,}" for d in costs.DIMENSIONS}
+        for name, counts in runs.items()
+    }
+    _stacked_shares(axes[0][0], runs, token_text)
+    axes[0][0].set_xlabel("share of billable tokens (%)")
+    axes[0][0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3, fontsize=8, frameon=False)
+    if checked is not None:
+        dollars = {name: {d: counts[d] / costs.MILLION * checked[d] for d in costs.DIMENSIONS} for name, counts in runs.items()}
+        dollar_text = {name: {d: f"${v:,.2f}" for d, v in values.items()} for name, values in dollars.items()}
+        _stacked_shares(axes[0][1], dollars, dollar_text)
+        axes[0][1].set_xlabel("share of cost at your prices (%)")
+        axes[0][1].set_yticks(range(len(runs)), [f"{name}\n${sum(v.values()):,.2f} in all" for name, v in dollars.items()])
+    shares = {name: {d: counts[d] / max(1, sum(counts.values())) for d in costs.DIMENSIONS} for name, counts in runs.items()}
+    largest = {max(costs.DIMENSIONS, key=lambda d: s[d]) for s in shares.values()}
+    if len(largest) == 1:
+        dimension = largest.pop()
+        low = min(s[dimension] for s in shares.values())
+        high = max(s[dimension] for s in shares.values())
+        span = f"{low:.0%}" if math.isclose(low, high, abs_tol=0.005) else f"{low:.0%} to {high:.0%}"
+        where = "in every run" if len(runs) > 1 else "of this run"
+        title = f"{dimension.capitalize()} tokens are the largest share {where}: {span} of billable tokens"
+    else:
+        title = "Largest share of billable tokens: " + "; ".join(
+            f"{dimension} in {name} ({shares[name][dimension]:.0%})"
+            for name in runs
+            for dimension in [max(costs.DIMENSIONS, key=lambda d, n=name: shares[n][d])]
+        )
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,173 @@
+"""Evaluation toolkit (`mtrl_course.evaluation`): both ways of creating an evaluation job, results
+read back from DescribeJob and MLflow, reasoning effort as a redeploy, and the settings grid."""
+
+from __future__ import annotations
+
+import json
+import types
+from pathlib import Path
+
+import pytest
+from botocore.exceptions import ClientError
+
+from mtrl_course import aws, evaluation, resources, training
+from mtrl_course.local import runner, service
+
+pytestmark = pytest.mark.filterwarnings("ignore:register_new_resolver:UserWarning")
+
+TINY_RUN = {"global_batch_size": 32, "group_size": 4, "max_steps": 4, "val_every": 0}
+
+
+# -------------------------------------------------------------------------------------- tokens
+@pytest.mark.parametrize("train_key", ["TrainTokenCount", "TrainingTokenCount"])
+def test_billable_tokens_read_either_spelling_of_the_train_count(train_key):
+    usage = {"PrefillTokenCount": 10, "SampleTokenCount": 4, train_key: 7}
+    assert evaluation.billable_tokens(usage) == {"prefill": 10, "sample": 4, "train": 7}
+    described = {"JobConfigDocument": json.dumps({"ServiceOutput": {"BillableTokenUsage": usage}})}
+    assert evaluation.billable_tokens(described)["train"] == 7
+    assert evaluation.billable_tokens(types.SimpleNamespace(billable_token_usage=usage))["sample"] == 4
+
+
+def test_an_evaluation_job_reports_no_train_tokens():
+    assert evaluation.billable_tokens({"PrefillTokenCount": 3, "SampleTokenCount": 1}) == {"prefill": 3, "sample": 1, "train": None}
+    assert evaluation.billable_tokens(types.SimpleNamespace(billable_token_usage=None)) == {"prefill": 0, "sample": 0, "train": None}
+
+
+# ----------------------------------------------------------------------------- settings checks
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"temperature": 2.5}, "temperature must be a number from 0.0 to 2.0"),
+        ({"temperature": 0.0, "pass_k": (1, 4), "eval_group_size": 2}, r"set eval_group_size >= 4"),
+        ({"temperature": 0.0, "eval_group_size": 0}, "eval_group_size must be a whole number"),
+        ({"temperature": 0.0, "max_tokens": 100}, "max_tokens must be from 512 to 8192"),
+        ({"temperature": 0.0, "via": "console"}, "via must be one of"),
+        ({"temperature": 1.0, "via": "evaluator"}, "would drop these settings"),
+    ],
+)
+def test_bad_settings_are_refused_before_anything_is_created(arguments, message):
+    with pytest.raises(ValueError, match=message):
+        evaluation.evaluate(None, "base", reasoning_effort="low", **arguments)
+
+
+def test_the_evaluator_is_used_only_where_it_carries_every_setting():
+    assert evaluation.evaluator_carries(0.0)
+    assert not evaluation.evaluator_carries(1.0)
+    assert not evaluation.evaluator_carries(0.0, max_tokens=8192)
+
+
+def test_one_evaluation_at_a_time(tmp_path, monkeypatch):
+    aws.reset_offline(tmp_path / "state")
+    try:
+        monkeypatch.setattr(resources, "running_jobs", lambda session=None, category=None: ["eval-already-running"])
+        with pytest.raises(RuntimeError, match="eval-already-running is still running; the default quota allows one"):
+            evaluation.evaluate(types.SimpleNamespace(), "base", temperature=0.0, reasoning_effort="low")
+    finally:
+        aws.reset_offline(tmp_path / "state")
+
+
+def test_run_grid_groups_by_effort_and_labels_the_models(monkeypatch, capsys):
+    calls = []
+
+    def fake_evaluate(res, model, *, temperature, reasoning_effort, **_):
+        calls.append((reasoning_effort, temperature, model))
+        solved = 0.9 if model != "base" else 0.2
+        return {"pass_at_1": solved, "mean_reward": solved, "prefill_tokens": 10, "sample_tokens": 2,
+                "job_name": f"job-{len(calls)}", "via": "CreateJob"}
+
+    monkeypatch.setattr(evaluation, "evaluate", fake_evaluate)
+    settings = (("low", 0.0), ("medium", 1.0), ("low", 1.0))
+    frame = evaluation.run_grid(types.SimpleNamespace(reasoning_effort="low", runtime=None), "my-training-job", settings)
+    assert calls == [("low", 0.0, "base"), ("low", 0.0, "my-training-job"), ("low", 1.0, "base"),
+                     ("low", 1.0, "my-training-job"), ("medium", 1.0, "base"), ("medium", 1.0, "my-training-job")]
+    assert list(frame.columns) == list(evaluation.GRID_COLUMNS)
+    assert list(frame["model"]) == ["base", "trained"] * 3 and frame.attrs["jobs"] == [f"job-{i}" for i in range(1, 7)]
+    assert "trained  effort medium temperature 1.0: pass@1 90.0% (CreateJob)" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------------- real jobs
+@pytest.fixture(scope="module")
+def offline(tmp_path_factory):
+    state = tmp_path_factory.mktemp("evaluation") / "state"
+    aws.reset_offline(state)
+    res = resources.prepare()
+    yield res
+    resources.close(res)
+    aws.reset_offline(state)
+
+
+@pytest.fixture(scope="module")
+def trained(offline, tmp_path_factory, request):
+    # The evaluator writes its pipeline file into the working directory.
+    cwd = tmp_path_factory.mktemp("cwd")
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.chdir(cwd)
+    request.addfinalizer(monkeypatch.undo)
+    job = training.wait(training.launch(training.make_trainer(offline, TINY_RUN)), echo=False)
+    assert job.job_status == "Completed"
+    return job.job_name
+
+
+def _job(name: str) -> service.LocalJob:
+    return aws.offline_backend().service.get_job(name, evaluation.CATEGORY)
+
+
+@pytest.mark.slow
+def test_temperature_zero_runs_through_multiturnrlevaluator(offline, trained):
+    result = evaluation.evaluate(offline, "base", temperature=0.0, reasoning_effort="low")
+    assert result["via"] == "MultiTurnRLEvaluator" and result["job_name"].startswith("pipelines-")
+    job = _job(result["job_name"])
+    assert job.hyperparameters["temperature"] == 0.0 and job.config.input_model_package_arn is None
+    assert 0.0 <= result["pass_at_1"] <= 1.0 and result["prefill_tokens"] > result["sample_tokens"] > 0
+    assert result["mlflow_run_id"] == job.service_output["MlflowDetails"]["RunId"]
+    assert Path("mtrl_eval_pipeline_input.json").is_file()  # the SDK's side effect, in the test's cwd
+
+
+@pytest.mark.slow
+def test_other_temperatures_run_through_createjob_and_reach_the_policy(offline, trained):
+    result = evaluation.evaluate(offline, trained, temperature=1.0, reasoning_effort="low", eval_group_size=2, pass_k=(1, 2))
+    assert result["via"] == "CreateJob" and result["model"] == trained
+    job = _job(result["job_name"])
+    assert job.hyperparameters["temperature"] == 1.0 and job.hyperparameters["eval_group_size"] == 2
+    package = aws.session().client("sagemaker").describe_job(JobName=trained, JobCategory=training.JOB_CATEGORY)
+    assert job.config.input_model_package_arn == json.loads(package["JobConfigDocument"])["ServiceOutput"]["OutputModelPackageArn"]
+    samples = [s for t in runner.job_runtime().trajectories(job.arn) for s in t.samples]
+    assert samples and {s.temperature for s in samples} == {1.0}
+    assert result["pass_at_k"][2] >= result["pass_at_k"][1] == result["pass_at_1"]
+    assert {t["Key"]: t["Value"] for t in aws.session().client("sagemaker").describe_job(
+        JobName=result["job_name"], JobCategory=evaluation.CATEGORY)["Tags"]}["notebook"] == "07"
+
+
+@pytest.mark.slow
+def test_reasoning_effort_is_the_runtimes_variable_and_reaches_every_request(offline, trained):
+    generation = offline.runtime.generation
+    result = evaluation.evaluate(offline, "base", temperature=1.0, reasoning_effort="medium")
+    assert offline.runtime.env["REASONING_EFFORT"] == "medium" and offline.runtime.generation == generation + 1
+    samples = [s for t in runner.job_runtime().trajectories(_job(result["job_name"]).arn) for s in t.samples]
+    assert samples and {s.request.get("reasoning_effort") for s in samples} == {"medium"}
+    low = evaluation.evaluate(offline, "base", temperature=1.0, reasoning_effort="low")
+    # The stand-in writes more reasoning at medium effort, as gpt-oss does: more sampled tokens.
+    assert result["sample_tokens"] > low["sample_tokens"]
+    assert offline.reasoning_effort == "low"
+
+
+@pytest.mark.slow
+def test_a_failed_evaluation_says_why_on_both_paths(offline, trained):
+    missing = offline.validation_s3_uri.replace("validation-data", "no-such-file")
+    with pytest.raises(evaluation.EvaluationFailed, match="EvaluateBaseModel: ValidationException: Channel 'evaluation'"):
+        evaluation.evaluate(offline, "base", temperature=0.0, reasoning_effort="low", dataset_uri=missing)
+    with pytest.raises(ClientError, match="no dataset file found"):
+        evaluation.evaluate(offline, "base", temperature=1.0, reasoning_effort="low", dataset_uri=missing)
+    with pytest.raises(ClientError, match="ResourceNotFound"):
+        evaluation.evaluate(offline, "no-such-training-job", temperature=1.0, reasoning_effort="low")
+
+
+@pytest.mark.slow
+def test_run_grid_evaluates_both_models_and_restores_the_effort(offline, trained):
+    frame = evaluation.run_grid(offline, trained, settings=(("medium", 1.0), ("low", 0.0)), echo=False)
+    assert [(r.model, r.effort, r.temperature) for r in frame.itertuples()] == [
+        ("base", "medium", 1.0), ("trained", "medium", 1.0), ("base", "low", 0.0), ("trained", "low", 0.0)]
+    assert frame.attrs["via"] == ["CreateJob", "CreateJob", "MultiTurnRLEvaluator", "MultiTurnRLEvaluator"]
+    solved = {(r.model, r.effort): r.pass_at_1 for r in frame.itertuples()}
+    assert solved[("trained", "low")] > solved[("base", "low")]
+    assert offline.reasoning_effort == "low" == offline.runtime.env["REASONING_EFFORT"]

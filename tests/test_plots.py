@@ -1,0 +1,128 @@
+"""plots: data in, titles that state the finding, labelled axes, no dollars without prices."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from mtrl_course import costs, plots  # noqa: E402
+
+DOLLAR = re.compile(r"\$\s?\d")
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def curves() -> pd.DataFrame:
+    frame = pd.DataFrame(index=pd.Index(range(0, 6), name="step"))
+    frame["rollout/reward/mean"] = [np.nan, -0.4, -0.1, 0.2, 0.3, 0.35]
+    frame["rollout/reward/std"] = [np.nan, 0.7, 0.7, 0.6, 0.6, 0.5]
+    frame["val/reward/pass_at_1"] = [0.25, np.nan, np.nan, 0.375, np.nan, 0.5]
+    return frame
+
+
+def texts(fig) -> list[str]:
+    found = [fig._suptitle.get_text()] if fig._suptitle else []
+    for ax in fig.axes:
+        found += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()]
+        found += [t.get_text() for t in ax.texts + ax.get_yticklabels() + ax.get_xticklabels()]
+        found += [child.get_text() for child in ax.get_children() if isinstance(child, matplotlib.text.Annotation)]
+    return found
+
+
+def png_digest(fig) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=60, metadata={"Software": None})
+    return hashlib.sha256(buffer.getvalue()).hexdigest()
+
+
+def test_training_curves_title_states_the_validation_and_reward_change():
+    fig = plots.training_curves(curves(), label="stand-in policy")
+    title = fig._suptitle.get_text()
+    assert "25% at step 0 -> 50% at step 5" in title
+    assert "-0.40 -> +0.35" in title
+    left, right = fig.axes
+    assert left.get_xlabel() == right.get_xlabel() == "training step"
+    assert "reward" in left.get_ylabel() and "(%)" in right.get_ylabel()
+    # Validation is drawn at its own steps only, in percent.
+    line = right.get_lines()[0]
+    assert list(line.get_xdata()) == [0, 3, 5] and list(line.get_ydata()) == [25.0, 37.5, 50.0]
+
+
+def test_training_curves_names_a_missing_metric():
+    with pytest.raises(ValueError, match="val/reward/pass_at_1"):
+        plots.training_curves(curves().drop(columns="val/reward/pass_at_1"))
+
+
+def test_figures_are_deterministic():
+    assert png_digest(plots.training_curves(curves())) == png_digest(plots.training_curves(curves()))
+
+
+def evaluation_long() -> pd.DataFrame:
+    rows = []
+    for effort, temperature, base, trained in (("low", 0.0, 0.15, 0.69), ("medium", 1.0, 0.61, 0.84)):
+        rows.append({"effort": effort, "temperature": temperature, "model": "base", "pass_at_1": base})
+        rows.append({"effort": effort, "temperature": temperature, "model": "trained", "pass_at_1": trained})
+    return pd.DataFrame(rows)
+
+
+def test_evaluation_table_accepts_long_and_wide_forms():
+    table = plots.evaluation_table(evaluation_long())
+    assert list(table["setting"]) == ["low effort, T=0", "medium effort, T=1"]
+    assert table["gain"].round(2).tolist() == [0.54, 0.23]
+    wide = plots.evaluation_table(table[["setting", "base", "trained"]])
+    pd.testing.assert_frame_equal(wide, table)
+    with pytest.raises(ValueError, match="'base' or 'trained'"):
+        plots.evaluation_table(evaluation_long().assign(model="other"))
+
+
+def test_evaluation_bars_stack_the_gain_on_the_base_rate():
+    fig = plots.evaluation_bars(evaluation_long())
+    ax = fig.axes[0]
+    heights = [round(p.get_height(), 6) for p in ax.patches]
+    bottoms = [round(p.get_y(), 6) for p in ax.patches]
+    assert heights == [15.0, 61.0, 54.0, 23.0]
+    assert bottoms == [0.0, 0.0, 15.0, 61.0]
+    assert "adds 23 to 54 points in every setting" in ax.get_title()
+    assert ax.get_ylabel() == "held-out words solved (%)"
+
+
+def test_evaluation_bars_show_a_loss_as_a_loss():
+    frame = pd.DataFrame({"setting": ["a", "b"], "base": [0.5, 0.2], "trained": [0.4, 0.3]})
+    ax = plots.evaluation_bars(frame).axes[0]
+    assert "ranges from -10 to +10 points" in ax.get_title()
+    assert any(p.get_hatch() == "//" for p in ax.patches)
+
+
+def test_cost_breakdown_without_prices_has_no_dollars():
+    fig = plots.cost_breakdown({"this job": {"prefill": 3_000_000, "sample": 500_000, "train": 3_500_000}, "AWS walkthrough": costs.WALKTHROUGH_TOKENS})
+    assert len(fig.axes) == 1
+    assert not any(DOLLAR.search(t) for t in texts(fig))
+    assert fig._suptitle.get_text() == "Train tokens are the largest share in every run: 50% of billable tokens"
+    assert fig.axes[0].get_xlabel() == "share of billable tokens (%)"
+
+
+def test_cost_breakdown_names_each_runs_largest_dimension_when_they_differ():
+    fig = plots.cost_breakdown({"a": {"prefill": 6, "sample": 1, "train": 3}, "b": {"prefill": 1, "sample": 1, "train": 8}})
+    assert fig._suptitle.get_text() == "Largest share of billable tokens: prefill in a (60%); train in b (80%)"
+
+
+def test_cost_breakdown_with_prices_adds_a_cost_panel_at_those_prices():
+    prices = {"prefill": 0.1, "sample": 0.4, "train": 0.3}
+    fig = plots.cost_breakdown({"prefill": 4_000_000, "sample": 1_000_000, "train": 5_000_000}, prices)
+    assert len(fig.axes) == 2
+    labels = [t.get_text() for t in fig.axes[1].get_yticklabels()]
+    assert labels == ["this run\n$2.30 in all"]
+    assert "your prices" in fig.axes[1].get_xlabel()
