@@ -473,18 +473,7 @@ class LocalJob:
 
     def summary(self) -> dict[str, Any]:
         with self._lock:
-            summary = {
-                "JobArn": self.arn,
-                "JobName": self.name,
-                "JobCategory": self.category,
-                "JobStatus": self.status,
-                "JobSecondaryStatus": self.secondary_status,
-                "CreationTime": self.creation_time,
-                "LastModifiedTime": self.last_modified_time,
-            }
-            if self.end_time:
-                summary["EndTime"] = self.end_time
-            return summary
+            return _job_summary(self)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -727,21 +716,26 @@ class StoredJob:
 
     def summary(self) -> dict[str, Any]:
         with self._lock:
-            summary = {
-                "JobArn": self.arn,
-                "JobName": self.name,
-                "JobCategory": self.category,
-                "JobStatus": self.status,
-                "JobSecondaryStatus": self.secondary_status,
-                "CreationTime": self.creation_time,
-                "LastModifiedTime": self.last_modified_time,
-            }
-            if self.end_time:
-                summary["EndTime"] = self.end_time
-            return summary
+            return _job_summary(self)
 
 
 STORED_JOB_POLL_S = 0.2
+
+
+def _job_summary(job: Any) -> dict[str, Any]:
+    """A ListJobs `JobSummaries` entry for a live or a stored job."""
+    summary = {
+        "JobArn": job.arn,
+        "JobName": job.name,
+        "JobCategory": job.category,
+        "JobStatus": job.status,
+        "JobSecondaryStatus": job.secondary_status,
+        "CreationTime": job.creation_time,
+        "LastModifiedTime": job.last_modified_time,
+    }
+    if job.end_time:
+        summary["EndTime"] = job.end_time
+    return summary
 
 
 def _failed_record(record: Mapping[str, Any], reason: str) -> dict[str, Any]:
