@@ -22,7 +22,9 @@ help:
 	@echo "make clean      remove local state (.state, build); distclean also removes .venv"
 
 $(STAMP): requirements.lock pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
+		echo "$(PYTHON) could not create a virtualenv; on Debian or Ubuntu: sudo apt-get install python3-venv"; \
+		rm -rf $(VENV); exit 1; }
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
