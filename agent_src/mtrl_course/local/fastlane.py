@@ -34,14 +34,14 @@ import contextvars
 import logging
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterator
+from collections.abc import AsyncIterable, Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from strands.models.model import Model
 from strands.models.openai import OpenAIModel
 
+from mtrl_course.local.provider import InProcessModel
 from mtrl_course.local.jobruntime import JobRuntimeEmulator, JobRuntimeError
 from wordle_agent import rollout
 
@@ -100,24 +100,14 @@ for _name in QUIET_LOGGERS:
     logging.getLogger(_name).addFilter(_QuietFastLane())
 
 
-class FastLaneModel(Model):
+class FastLaneModel(InProcessModel):
     """A Strands model provider that samples from the Job Runtime emulator in-process."""
+
+    STRUCTURED_OUTPUT_REFUSAL = "the fast lane only plays the rollout's tool-calling loop"
 
     def __init__(self, binding: Binding, params: dict | None = None) -> None:
         self.binding = binding
         self.config: dict[str, Any] = {"model_id": POLICY_MODEL_ID, "params": dict(params or {})}
-
-    def update_config(self, **model_config: Any) -> None:
-        self.config.update(model_config)
-
-    def get_config(self) -> dict[str, Any]:
-        return dict(self.config)
-
-    async def structured_output(
-        self, output_model: Any, prompt: Any, system_prompt: str | None = None, **kwargs: Any
-    ) -> AsyncGenerator[dict[str, Any], None]:
-        raise NotImplementedError("the fast lane only plays the rollout's tool-calling loop")
-        yield {}  # pragma: no cover - makes this an async generator, as the interface requires
 
     def request(
         self, messages: Any, tool_specs: Any = None, system_prompt: str | None = None, **kwargs: Any

@@ -103,15 +103,12 @@ TRAINING_SPEC: dict[str, dict[str, Any]] = {
 # eval_group_size, sampling_temperature, top_p, max_tokens, pass_k_values and
 # success_threshold (sdk.md §4.4), so with these names it silently drops the sampling settings.
 EVALUATION_SPEC: dict[str, dict[str, Any]] = {
-    "eval_group_size": {"type": "integer", "default": 1, "min": 1, "max": 32},
-    "temperature": {"type": "float", "default": 0.0, "min": 0.0, "max": 2.0},
-    "sampling_top_p": {"type": "float", "default": 1.0, "min": 0.0, "max": 1.0},
-    "sampling_max_tokens": {"type": "integer", "default": 4096, "min": 512, "max": 8192},
-    "pass_k_values": {"type": "list", "default": PASS_K_VALUES},
-    "success_threshold": {"type": "float", "default": 1.0},
-    "rollout_timeout": {"type": "integer", "default": 600, "min": 300, "max": 86400},
-    "rollout_max_concurrency": {"type": "integer", "default": 96, "min": 32, "max": 96},
-    "rollout_max_retries": {"type": "integer", "default": 3, "min": 1, "max": 10},
+    "eval_group_size": {**TRAINING_SPEC["group_size"], "default": 1, "min": 1},
+    "temperature": {**TRAINING_SPEC["temperature"], "default": 0.0},
+    **{name: dict(TRAINING_SPEC[name]) for name in (
+        "sampling_top_p", "sampling_max_tokens", "pass_k_values", "success_threshold",
+        "rollout_timeout", "rollout_max_concurrency", "rollout_max_retries",
+    )},
 }
 # The names MultiTurnRLEvaluator emits for three of them (accepted by the local service).
 EVALUATION_ALIASES = {

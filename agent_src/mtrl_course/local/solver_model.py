@@ -10,11 +10,11 @@ known-good player, so any gap between it and the bare game loop is a bug in the 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterable
+from collections.abc import AsyncIterable
 from typing import Any
 
-from strands.models.model import Model
 
+from mtrl_course.local.provider import InProcessModel
 from mtrl_course.local.transcript import (
     Clue,
     clues_from_messages,
@@ -75,13 +75,15 @@ def _pick_tool(tool_specs: Any) -> tuple[str, str] | None:
     return chosen["name"], properties[0]
 
 
-class SolverPolicyModel(Model):
+class SolverPolicyModel(InProcessModel):
     """The reference solver (entropy-greedy, not a learned policy) as a Strands model provider.
 
     It decides from the conversation only: the clues in the tool's answers. It ends the turn with
     a short text when the last answer says the game is over or solved, when there is no guessing
     tool, or when the last answer carried no feedback (repeating a deterministic call is futile).
     """
+
+    STRUCTURED_OUTPUT_REFUSAL = "the reference solver only plays Wordle through its tool"
 
     def __init__(self, solver: EntropySolver | None = None, **model_config: Any) -> None:
         self.solver = solver or default_solver()
@@ -91,18 +93,6 @@ class SolverPolicyModel(Model):
         # never reaches the model: what was played is read from `emitted`, not the transcript.
         self.last_messages: list = []
         self.emitted: list[str] = []
-
-    def update_config(self, **model_config: Any) -> None:
-        self.config.update(model_config)
-
-    def get_config(self) -> dict[str, Any]:
-        return dict(self.config)
-
-    async def structured_output(
-        self, output_model: Any, prompt: Any, system_prompt: str | None = None, **kwargs: Any
-    ) -> AsyncGenerator[dict[str, Any], None]:
-        raise NotImplementedError("the reference solver only plays Wordle through its tool")
-        yield {}  # pragma: no cover - makes this an async generator, as the interface requires
 
     def decide(self, messages: Any, tool_specs: Any = None) -> tuple[list[dict], str | None]:
         """One assistant turn's events (without messageStart and metadata) and the guess, if any."""
