@@ -263,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
 
-    from mtrl_course import aws, course, smoke
+    from mtrl_course import aws, smoke
+    from mtrl_course.curriculum import course_run as course
 
     course.quiet()
     logging.getLogger("wordle_agent").setLevel(logging.ERROR)  # a raw-text recovery now and then is expected

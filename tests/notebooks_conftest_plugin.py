@@ -57,7 +57,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}: a cell of a notebook, checked by nbval (deselect with -m 'not {MARKER}')")
     if _nbval_active(config):
         # The environment `mtrl notebooks run` gives the kernels whose outputs nbval compares.
-        from mtrl_course.notebooks_run import KERNEL_ENV, KERNEL_ENV_DROP
+        from mtrl_course.curriculum.executor import KERNEL_ENV, KERNEL_ENV_DROP
 
         os.environ.update(KERNEL_ENV)
         for name in KERNEL_ENV_DROP:  # MPLBACKEND: ipykernel picks inline only when it is unset

@@ -6,8 +6,7 @@ import dataclasses
 import re
 
 import pytest
-
-from mtrl_course import catalog, notebooks_run
+from mtrl_course.curriculum import catalog, executor
 
 EXPECTED_FILES = [
     "00_setup.ipynb", "01_iam_roles.ipynb", "02_deploy_the_agent.ipynb", "03_verify_the_runtime.ipynb",
@@ -104,15 +103,15 @@ def test_readme_table_has_one_row_per_notebook() -> None:
 
 def test_readme_block_replacement() -> None:
     text = f"intro\n{catalog.README_START}\nold\n{catalog.README_END}\nrest\n"
-    updated = notebooks_run.readme_with_table(text)
+    updated = executor.readme_with_table(text)
     assert updated == f"intro\n{catalog.README_START}\n{catalog.readme_table()}\n{catalog.README_END}\nrest\n"
-    assert notebooks_run.readme_with_table(updated) == updated
-    assert notebooks_run.readme_with_table("no markers") is None
+    assert executor.readme_with_table(updated) == updated
+    assert executor.readme_with_table("no markers") is None
 
 
 def test_readme_block_matches_the_catalog() -> None:
     text = catalog.README_FILE.read_text(encoding="utf-8")
-    updated = notebooks_run.readme_with_table(text)
+    updated = executor.readme_with_table(text)
     assert updated is not None, (
         f"README.md needs the lines {catalog.README_START} and {catalog.README_END} around the notebooks table"
     )
@@ -120,5 +119,5 @@ def test_readme_block_matches_the_catalog() -> None:
 
 
 def test_existing_notebooks_are_in_sync() -> None:
-    stale = [m for m in notebooks_run.sync(readme=False, check=True)]
+    stale = [m for m in executor.sync(readme=False, check=True)]
     assert stale == [], "run `mtrl notebooks sync`: " + "; ".join(stale)

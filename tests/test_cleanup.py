@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from mtrl_course import aws, cleanup, config, deploy, iam, storage
+from mtrl_course import aws, cleanup, config, deploy, iam, naming, storage
 from mtrl_course.local.runtime import LocalAgentRuntime
 
 REAL_LOOKING = "4" + "0" * 7 + "9876"
@@ -21,7 +20,7 @@ UNRELATED_GROUP = "fraud-model-registry"
 @pytest.fixture
 def offline(tmp_path, monkeypatch):
     monkeypatch.delenv(storage.BUCKET_ENV_VAR, raising=False)
-    monkeypatch.delenv(iam.RUN_ID_ENV_VAR, raising=False)
+    monkeypatch.delenv(naming.RUN_ID_ENV_VAR, raising=False)
     # Only the test's own folder is searched for the evaluator's file: never the checkout.
     monkeypatch.setattr(cleanup, "_file_places", lambda: {tmp_path})
     aws.reset_offline(tmp_path / "state")
@@ -37,8 +36,8 @@ def make_course_resources(session, tmp_path) -> None:
     uploaded = storage.upload_dataset(session=session)
     sagemaker = session.client("sagemaker")
     sagemaker.create_mlflow_app(
-        Name=iam.resource_name("mlflow"), ArtifactStoreUri=storage.s3_uri(uploaded[0].bucket, storage.course_prefix() + "mlflow/"),
-        RoleArn=job_role.arn, Tags=iam.course_tags("05"),
+        Name=naming.resource_name("mlflow"), ArtifactStoreUri=storage.s3_uri(uploaded[0].bucket, storage.course_prefix() + "mlflow/"),
+        RoleArn=job_role.arn, Tags=naming.course_tags("05"),
     )
     for suffix in cleanup.PACKAGE_GROUP_SUFFIXES:
         sagemaker.create_model_package_group(ModelPackageGroupName=MODEL + suffix)
@@ -184,7 +183,7 @@ class _JobsStub:
 
 
 def test_only_this_runs_running_jobs_are_stopped(monkeypatch):
-    monkeypatch.delenv(iam.RUN_ID_ENV_VAR, raising=False)
+    monkeypatch.delenv(naming.RUN_ID_ENV_VAR, raising=False)
     stub = _JobsStub()
     jobs = cleanup._jobs(stub, set())
     assert [r.name for r in jobs] == ["mine"]

@@ -7,8 +7,7 @@ import types
 from pathlib import Path
 
 import pytest
-
-from mtrl_course import aws, cli, config, resources, training
+from mtrl_course import aws, cli, config, naming, resources, training
 from mtrl_course.local import service
 
 pytestmark = pytest.mark.filterwarnings("ignore:register_new_resolver:UserWarning")
@@ -154,7 +153,7 @@ def test_cleanup_lists_then_deletes_only_with_yes(capsys, offline):
     iam.ensure_job_role(session=aws.session())
     code, out = run(capsys, "cleanup", "--dry-run")
     assert code == 0 and "mtrl-wordle" in out and "nothing deleted" in out
-    assert iam.role_exists(iam.resource_name(iam.JOB_ROLE_KIND))
+    assert iam.role_exists(naming.resource_name(iam.JOB_ROLE_KIND))
     code, out = run(capsys, "cleanup", "--yes")
     assert code == 0
-    assert not iam.role_exists(iam.resource_name(iam.JOB_ROLE_KIND))
+    assert not iam.role_exists(naming.resource_name(iam.JOB_ROLE_KIND))

@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from mtrl_course import aws, config, iam
+from mtrl_course import aws, config, iam, naming
 
 # Built at run time so no real-looking account ID is written in a committed file.
 REAL_LOOKING = "4" + "0" * 7 + "9876"
@@ -39,35 +38,35 @@ def role_tags(session, name: str) -> dict[str, str]:
 
 def test_mask_account_hides_real_accounts_and_keeps_placeholders():
     text = f"arn:aws:iam::{REAL_LOOKING}:role/x and arn:aws:iam::{config.MOTO_ACCOUNT}:role/y ({config.PLACEHOLDER_ACCOUNT})"
-    masked = iam.mask_account(text)
+    masked = naming.mask_account(text)
     assert REAL_LOOKING not in masked and "********9876" in masked
     assert config.MOTO_ACCOUNT in masked and config.PLACEHOLDER_ACCOUNT in masked
-    assert iam.mask_account("order 1234567890123") == "order 1234567890123"  # 13 digits: not an account
+    assert naming.mask_account("order 1234567890123") == "order 1234567890123"  # 13 digits: not an account
 
 
 def test_run_id_is_fixed_offline_and_overridable(monkeypatch):
-    monkeypatch.delenv(iam.RUN_ID_ENV_VAR, raising=False)
-    assert iam.run_id() == iam.OFFLINE_RUN_ID
-    monkeypatch.setenv(iam.RUN_ID_ENV_VAR, "Lab7")
-    assert iam.run_id() == "lab7"
-    monkeypatch.setenv(iam.RUN_ID_ENV_VAR, "no spaces please")
+    monkeypatch.delenv(naming.RUN_ID_ENV_VAR, raising=False)
+    assert naming.run_id() == naming.OFFLINE_RUN_ID
+    monkeypatch.setenv(naming.RUN_ID_ENV_VAR, "Lab7")
+    assert naming.run_id() == "lab7"
+    monkeypatch.setenv(naming.RUN_ID_ENV_VAR, "no spaces please")
     with pytest.raises(ValueError, match="MTRL_RUN_ID"):
-        iam.run_id()
+        naming.run_id()
 
 
 def test_live_run_id_is_created_once_and_reused(live, monkeypatch, tmp_path):
-    monkeypatch.delenv(iam.RUN_ID_ENV_VAR, raising=False)
+    monkeypatch.delenv(naming.RUN_ID_ENV_VAR, raising=False)
     monkeypatch.setattr(iam, "RUN_ID_FILE", tmp_path / "run_id")
-    first = iam.run_id()
-    assert iam.RUN_ID_PATTERN.match(first) and first != iam.OFFLINE_RUN_ID
-    assert iam.run_id() == first == (tmp_path / "run_id").read_text().strip()
+    first = naming.run_id()
+    assert naming.RUN_ID_PATTERN.match(first) and first != naming.OFFLINE_RUN_ID
+    assert naming.run_id() == first == (tmp_path / "run_id").read_text().strip()
 
 
 def test_names_and_tags():
-    assert iam.resource_name(iam.JOB_ROLE_KIND, "offline") == "mtrl-wordle-job-role-offline"
+    assert naming.resource_name(iam.JOB_ROLE_KIND, "offline") == "mtrl-wordle-job-role-offline"
     with pytest.raises(ValueError, match="64"):
-        iam.resource_name("x" * 60, "offline")
-    tags = {t["Key"]: t["Value"] for t in iam.course_tags("01", "abc123")}
+        naming.resource_name("x" * 60, "offline")
+    tags = {t["Key"]: t["Value"] for t in naming.course_tags("01", "abc123")}
     assert tags == {"course": config.COURSE_TAG, "run_id": "abc123", "notebook": "01"}
 
 
@@ -289,7 +288,7 @@ def test_wrong_principal_fails_like_the_service_then_names_the_principal(offline
     assert named == [False, False, True]
     contrast = table[table["attempt"] == "contrast"].iloc[0]
     assert "Could not assume role" not in contrast["message"]  # the right role got past the role check
-    assert not iam.role_exists(iam.resource_name(iam.WRONG_PRINCIPAL_KIND), session=offline)
+    assert not iam.role_exists(naming.resource_name(iam.WRONG_PRINCIPAL_KIND), session=offline)
 
 
 def test_wrong_principal_is_not_run_live(live, capsys):

@@ -8,8 +8,7 @@ import threading
 
 import pytest
 from botocore.exceptions import ClientError
-
-from mtrl_course import aws, config, dataset
+from mtrl_course import aws, config, dataset, service_spec
 from mtrl_course.local import hub, service
 from mtrl_course.local.runtime import LocalAgentRuntime
 
@@ -75,7 +74,7 @@ class World:
             "OutputDataConfig": {"S3OutputPath": f"s3://{BUCKET}/out/"},
             "ModelPackageConfig": {"OutputModelPackageGroupArn": self.mpg_arn},
             "TrainingConfig": {
-                "BaseModelArn": hub.hub_content_arn(REGION, hub.GPT_OSS_20B),
+                "BaseModelArn": hub.hub_content_arn(REGION, service_spec.GPT_OSS_20B),
                 "AcceptEula": True,
                 "HyperParameters": dict(WALKTHROUGH_OVERRIDES if hyperparameters is None else hyperparameters),
             },
@@ -231,7 +230,7 @@ def test_evaluation_job_accepts_documented_nested_and_sdk_names(world):
         "InputDataConfig": [{"ChannelName": "evaluation", "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": VAL_URI}}}],
         "OutputDataConfig": {"S3OutputPath": f"s3://{BUCKET}/eval/", "MlflowConfig": {"MlflowResourceArn": world.mlflow_arn}},
         "EvaluationConfig": {
-            "BaseModelArn": hub.hub_content_arn(REGION, hub.GPT_OSS_20B),
+            "BaseModelArn": hub.hub_content_arn(REGION, service_spec.GPT_OSS_20B),
             "AcceptEula": True,
             "HyperParameters": {"batch": {"eval_group_size": 4}, "sampling_temperature": "1.0", "sampling_top_p": "0.9"},
         },
@@ -367,7 +366,7 @@ def trainer_class(world, tmp_path, monkeypatch):
 
 def make_trainer(trainer_class, world, role=None, agent_env=None, training_dataset=TRAIN_URI):
     trainer = trainer_class(
-        model=hub.GPT_OSS_20B,
+        model=service_spec.GPT_OSS_20B,
         agent_env=agent_env or world.runtime.arn,
         training_dataset=training_dataset,
         validation_dataset=VAL_URI,
@@ -402,7 +401,7 @@ def test_multi_turn_rl_trainer_runs_a_job_to_completion(world, trainer_class):
     assert attached.job_status == "Completed"
     assert attached.billable_token_usage["TrainTokenCount"] == attached.billable_token_usage["TrainingTokenCount"] == 0
     assert [t.status for t in attached.secondary_status_transitions][:4] == ["Starting", "Downloading", "Pending", "Training"]
-    assert attached.output_model_package_arn.startswith(f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:model-package/{hub.GPT_OSS_20B}-mtrl-mpg/")
+    assert attached.output_model_package_arn.startswith(f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:model-package/{service_spec.GPT_OSS_20B}-mtrl-mpg/")
     assert attached.progress_info["StepsPerEpoch"] == 5
 
 
@@ -442,7 +441,7 @@ def test_multi_turn_rl_evaluator_runs_its_pipeline_through_the_local_service(wor
 
     world.backend.service.set_runner(service.EVALUATION, service.demo_runner)
     evaluator = MultiTurnRLEvaluator(
-        model=hub.GPT_OSS_20B,
+        model=service_spec.GPT_OSS_20B,
         dataset=VAL_URI,
         agent_config=world.runtime.arn,
         s3_output_path=f"s3://{BUCKET}/eval/",
@@ -490,7 +489,7 @@ def test_failed_evaluation_job_fails_the_pipeline(world, trainer_class):
 
     world.backend.service.set_runner(service.EVALUATION, lambda job: job.fail("ClientError: No sampling requests were received"))
     evaluator = MultiTurnRLEvaluator(
-        model=hub.GPT_OSS_20B, dataset=VAL_URI, agent_config=world.runtime.arn, s3_output_path=f"s3://{BUCKET}/eval/", mlflow_resource_arn=world.mlflow_arn, role=world.role
+        model=service_spec.GPT_OSS_20B, dataset=VAL_URI, agent_config=world.runtime.arn, s3_output_path=f"s3://{BUCKET}/eval/", mlflow_resource_arn=world.mlflow_arn, role=world.role
     )
     execution = evaluator.evaluate()
     with pytest.raises(FailedStatusError):

@@ -20,8 +20,8 @@ from typing import Any
 
 import nbformat
 import pytest
-
-from mtrl_course import catalog, config, notebook, notebooks_run
+from mtrl_course import config, notebook
+from mtrl_course.curriculum import catalog, executor
 
 NOTEBOOK_FILES = sorted(config.NOTEBOOKS_DIR.glob("*.ipynb"))
 LIVE_CHECK = re.compile(r"\bnb\.(?:is_live|live_only|run_live)\b")
@@ -37,7 +37,7 @@ def _id(path: Path) -> str:
 
 
 def _nn(path: Path) -> str:
-    return notebooks_run.notebook_id(path) or notebook.TEMPLATE_ID
+    return executor.notebook_id(path) or notebook.TEMPLATE_ID
 
 
 def code_cells(nb: Any) -> list[Any]:
@@ -55,8 +55,8 @@ def check_counts(nb: Any) -> list[str]:
 def check_hashes(nb: Any) -> list[str]:
     found = []
     for index, cell in enumerate(code_cells(nb), 1):
-        stored = cell.metadata.get(notebooks_run.HASH_KEY, {}).get(notebooks_run.HASH_FIELD)
-        if stored != notebooks_run.source_sha(cell.source):
+        stored = cell.metadata.get(executor.HASH_KEY, {}).get(executor.HASH_FIELD)
+        if stored != executor.source_sha(cell.source):
             found.append(f"code cell {index}: stale outputs (source edited after the run): re-run make notebooks")
     return found
 
@@ -66,31 +66,31 @@ def check_errors(nb: Any) -> list[str]:
         f"code cell {index}: error output {output.get('ename')}: {output.get('evalue')}"
         for index, cell in enumerate(code_cells(nb), 1)
         for output in cell.get("outputs", [])
-        if output.get("output_type") == "error" and notebooks_run.RAISES_TAG not in notebooks_run.tags(cell)
+        if output.get("output_type") == "error" and executor.RAISES_TAG not in executor.tags(cell)
     ]
 
 
 def check_stderr(nb: Any) -> list[str]:
     return [
-        f"code cell {index}: stderr in the stored output; quiet it or tag the cell {notebooks_run.STDERR_OK_TAG}"
+        f"code cell {index}: stderr in the stored output; quiet it or tag the cell {executor.STDERR_OK_TAG}"
         for index, cell in enumerate(code_cells(nb), 1)
-        if notebooks_run.STDERR_OK_TAG not in notebooks_run.tags(cell)
+        if executor.STDERR_OK_TAG not in executor.tags(cell)
         and any(o.get("output_type") == "stream" and o.get("name") == "stderr" for o in cell.get("outputs", []))
     ]
 
 
 def check_metadata(nb: Any) -> list[str]:
     found = []
-    extra = set(nb.metadata) - notebooks_run.NOTEBOOK_METADATA_KEYS
+    extra = set(nb.metadata) - executor.NOTEBOOK_METADATA_KEYS
     if extra:
         found.append(f"notebook metadata has volatile keys {sorted(extra)}")
-    if nb.metadata.get("kernelspec") != notebooks_run.KERNELSPEC:
-        found.append(f"kernelspec is {nb.metadata.get('kernelspec')}, expected {notebooks_run.KERNELSPEC}")
-    extra = set(nb.metadata.get("language_info", {})) - notebooks_run.LANGUAGE_INFO_KEYS
+    if nb.metadata.get("kernelspec") != executor.KERNELSPEC:
+        found.append(f"kernelspec is {nb.metadata.get('kernelspec')}, expected {executor.KERNELSPEC}")
+    extra = set(nb.metadata.get("language_info", {})) - executor.LANGUAGE_INFO_KEYS
     if extra:
         found.append(f"language_info has volatile keys {sorted(extra)}")
     for index, cell in enumerate(nb.cells, 1):
-        extra = set(cell.get("metadata", {})) - notebooks_run.CELL_METADATA_KEYS
+        extra = set(cell.get("metadata", {})) - executor.CELL_METADATA_KEYS
         if extra:
             found.append(f"cell {index} metadata has volatile keys {sorted(extra)}")
     return found
@@ -100,14 +100,14 @@ def check_bootstrap(nb: Any, nn: str) -> list[str]:
     cells = code_cells(nb)
     if not cells or cells[0].source != notebook.bootstrap_source(nn):
         return [f"the first code cell must be exactly notebook.bootstrap_source({nn!r})"]
-    missing = set(notebook.BOOTSTRAP_TAGS) - set(notebooks_run.tags(cells[0]))
+    missing = set(notebook.BOOTSTRAP_TAGS) - set(executor.tags(cells[0]))
     return [f"the bootstrap cell lacks the tags {sorted(missing)}"] if missing else []
 
 
 def check_generated_cells(nb: Any, nn: str) -> list[str]:
     found = []
-    for tag, position in ((notebooks_run.BANNER_TAG, 0), (notebooks_run.NEXT_TAG, len(nb.cells) - 1)):
-        tagged = [i for i, cell in enumerate(nb.cells) if tag in notebooks_run.tags(cell)]
+    for tag, position in ((executor.BANNER_TAG, 0), (executor.NEXT_TAG, len(nb.cells) - 1)):
+        tagged = [i for i, cell in enumerate(nb.cells) if tag in executor.tags(cell)]
         if tagged != [position] or nb.cells[position].cell_type != "markdown":
             found.append(f"one markdown cell tagged {tag!r} must be at position {position}; found {tagged}")
     if nn != notebook.TEMPLATE_ID and not found:
@@ -119,17 +119,17 @@ def check_generated_cells(nb: Any, nn: str) -> list[str]:
 
 
 def _has_nbval_skip(cell: Any) -> bool:
-    return notebooks_run.NBVAL_SKIP_TAG in notebooks_run.tags(cell) or bool(NBVAL_SKIP_COMMENT.search(cell.source))
+    return executor.NBVAL_SKIP_TAG in executor.tags(cell) or bool(NBVAL_SKIP_COMMENT.search(cell.source))
 
 
 def check_live_cells(nb: Any, nn: str) -> list[str]:
     found = []
     for index, cell in enumerate(code_cells(nb), 1):
-        live_only = notebooks_run.LIVE_ONLY_TAG in notebooks_run.tags(cell)
+        live_only = executor.LIVE_ONLY_TAG in executor.tags(cell)
         if CELL_MAGIC_SHELL.match(cell.source):
             found.append(f"code cell {index}: %%bash-style cells cannot check the mode; use nb.run_live(...)")
         if SHELL_ESCAPE.search(cell.source) and not live_only:
-            found.append(f"code cell {index}: a shell escape outside a cell tagged {notebooks_run.LIVE_ONLY_TAG!r}")
+            found.append(f"code cell {index}: a shell escape outside a cell tagged {executor.LIVE_ONLY_TAG!r}")
         if live_only and not LIVE_CHECK.search(cell.source):
             found.append(f"code cell {index}: live-only cell without a mode check in code (nb.is_live, nb.live_only, nb.run_live)")
         if live_only and not _has_nbval_skip(cell):
@@ -150,13 +150,13 @@ def all_problems(nb: Any, nn: str) -> list[str]:
 
 # ------------------------------------------------------------------------ committed notebooks
 def test_there_are_notebooks_to_check() -> None:
-    assert notebooks_run.TEMPLATE_PATH in NOTEBOOK_FILES, "notebooks/_template.ipynb is missing"
+    assert executor.TEMPLATE_PATH in NOTEBOOK_FILES, "notebooks/_template.ipynb is missing"
 
 
 @pytest.mark.parametrize("path", NOTEBOOK_FILES, ids=_id)
 def test_notebook_is_in_the_catalog_or_private(path: Path) -> None:
-    assert notebooks_run.notebook_id(path) or path.name.startswith("_"), (
-        f"{path.name} is not in agent_src/mtrl_course/catalog.py (names are NN_slug.ipynb; a draft starts with _)"
+    assert executor.notebook_id(path) or path.name.startswith("_"), (
+        f"{path.name} is not in agent_src/mtrl_course/curriculum/catalog.py (names are NN_slug.ipynb; a draft starts with _)"
     )
 
 
@@ -171,7 +171,7 @@ def test_notebook_hygiene(path: Path) -> None:
 # ------------------------------------------------------------- each check catches its breakage
 @pytest.fixture()
 def template() -> Any:
-    return nbformat.read(notebooks_run.TEMPLATE_PATH, as_version=4)
+    return nbformat.read(executor.TEMPLATE_PATH, as_version=4)
 
 
 def _code(nb: Any, index: int) -> Any:
@@ -196,7 +196,7 @@ def test_error_outputs_are_caught_unless_expected(template: Any) -> None:
     cell = _code(template, 1)
     cell.outputs.append(nbformat.v4.new_output("error", ename="ValueError", evalue="boom", traceback=[]))
     assert check_errors(template)
-    cell.metadata["tags"] = [notebooks_run.RAISES_TAG]
+    cell.metadata["tags"] = [executor.RAISES_TAG]
     assert not check_errors(template)
 
 
@@ -204,7 +204,7 @@ def test_stderr_is_caught_unless_tagged(template: Any) -> None:
     cell = _code(template, 1)
     cell.outputs.append(nbformat.v4.new_output("stream", name="stderr", text="WARNING noisy\n"))
     assert check_stderr(template)
-    cell.metadata["tags"] = [notebooks_run.STDERR_OK_TAG]
+    cell.metadata["tags"] = [executor.STDERR_OK_TAG]
     assert not check_stderr(template)
 
 
@@ -215,7 +215,7 @@ def test_volatile_metadata_is_caught_and_normalise_removes_it(template: Any) -> 
     _code(template, 1).metadata["execution"] = {"iopub.execute_input": "2026-11-30T08:01:41Z"}
     _code(template, 1).metadata["ExecuteTime"] = {"end_time": "2026-11-30T08:01:41Z"}
     assert len(check_metadata(template)) == 4
-    notebooks_run.normalise(template)
+    executor.normalise(template)
     assert check_metadata(template) == []
     assert check_hashes(template) == []
 
@@ -223,7 +223,7 @@ def test_volatile_metadata_is_caught_and_normalise_removes_it(template: Any) -> 
 def test_a_changed_bootstrap_is_caught(template: Any) -> None:
     _code(template, 0).source = _code(template, 0).source.replace("_template", "05")
     assert check_bootstrap(template, notebook.TEMPLATE_ID)
-    fresh = nbformat.read(notebooks_run.TEMPLATE_PATH, as_version=4)
+    fresh = nbformat.read(executor.TEMPLATE_PATH, as_version=4)
     _code(fresh, 0).metadata["tags"] = ["bootstrap"]
     assert check_bootstrap(fresh, notebook.TEMPLATE_ID) == ["the bootstrap cell lacks the tags ['nbval-ignore-output']"]
 
@@ -232,15 +232,15 @@ def test_a_drifted_banner_is_caught_and_sync_fixes_it(template: Any) -> None:
     template.cells[0].source = "# 05 · Launch training\n\nold text"
     template.cells[-1].source = "**Next:** somewhere"
     assert len(check_generated_cells(template, "05")) == 2
-    assert notebooks_run._sync_generated(template, "05") is True
+    assert executor._sync_generated(template, "05") is True
     assert check_generated_cells(template, "05") == []
-    assert notebooks_run._sync_generated(template, "05") is False
+    assert executor._sync_generated(template, "05") is False
 
 
 def test_sync_adds_missing_generated_cells(template: Any) -> None:
-    template.cells = [c for c in template.cells if not set(notebooks_run.tags(c)) & {"banner", "next"}]
+    template.cells = [c for c in template.cells if not set(executor.tags(c)) & {"banner", "next"}]
     assert check_generated_cells(template, "04")
-    notebooks_run._sync_generated(template, "04")
+    executor._sync_generated(template, "04")
     assert check_generated_cells(template, "04") == []
     nbformat.validate(template)
 
@@ -367,26 +367,26 @@ def test_kernel_env_is_offline_and_has_no_aws_settings(monkeypatch: pytest.Monke
     monkeypatch.setenv("MTRL_MODE", "live")
     monkeypatch.setenv("AWS_PROFILE", "someone")
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    env = notebooks_run.kernel_env()
+    env = executor.kernel_env()
     assert env["MTRL_MODE"] == "offline" and env[notebook.BATCH_ENV_VAR] == "1"
     assert not [name for name in env if name.startswith("AWS_")]
     assert "MPLBACKEND" not in env
 
 
 def test_resolve_selection() -> None:
-    assert notebooks_run.resolve(["_template"]) == [notebooks_run.TEMPLATE_PATH]
-    assert notebooks_run.resolve(None)[-1] == notebooks_run.TEMPLATE_PATH
+    assert executor.resolve(["_template"]) == [executor.TEMPLATE_PATH]
+    assert executor.resolve(None)[-1] == executor.TEMPLATE_PATH
     with pytest.raises(FileNotFoundError, match="'no_such_notebook'"):
-        notebooks_run.resolve(["no_such_notebook"])
+        executor.resolve(["no_such_notebook"])
 
 
 def test_executing_the_template_reproduces_the_committed_file(tmp_path: Path) -> None:
     """The executor end to end: a fresh kernel gives byte-identical outputs and metadata."""
-    copy = tmp_path / notebooks_run.TEMPLATE_PATH.name
-    shutil.copy(notebooks_run.TEMPLATE_PATH, copy)
-    row = notebooks_run.execute(copy)
+    copy = tmp_path / executor.TEMPLATE_PATH.name
+    shutil.copy(executor.TEMPLATE_PATH, copy)
+    row = executor.execute(copy)
     assert row["status"] == "ok" and row["cells"] == len(code_cells(nbformat.read(copy, as_version=4)))
-    assert copy.read_text() == notebooks_run.TEMPLATE_PATH.read_text(), "stale template outputs: re-run make notebooks"
+    assert copy.read_text() == executor.TEMPLATE_PATH.read_text(), "stale template outputs: re-run make notebooks"
 
 
 # ------------------------------------------------------------------------------ the nbval setup
@@ -405,7 +405,7 @@ def _probe_notebook(path: Path, last_output: str) -> None:
         cell = nbformat.v4.new_code_cell(source, execution_count=count)
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
         cells.append(cell)
-    nb = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": notebooks_run.KERNELSPEC})
+    nb = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": executor.KERNELSPEC})
     nbformat.write(nb, str(path))
 
 
@@ -437,19 +437,19 @@ def test_normalise_merges_split_stream_outputs(template: Any) -> None:
         nbformat.v4.new_output("stream", name="stderr", text="warn\n"),
         nbformat.v4.new_output("stream", name="stdout", text="after\n"),
     ]
-    notebooks_run.normalise(template)
+    executor.normalise(template)
     assert [(o.name, o.text) for o in cell.outputs] == [
         ("stdout", "offline: skipped\n"), ("stderr", "warn\n"), ("stdout", "after\n"),
     ]
 
 
 def test_run_without_store_leaves_the_file_alone(tmp_path: Path) -> None:
-    copy = tmp_path / notebooks_run.TEMPLATE_PATH.name
-    shutil.copy(notebooks_run.TEMPLATE_PATH, copy)
+    copy = tmp_path / executor.TEMPLATE_PATH.name
+    shutil.copy(executor.TEMPLATE_PATH, copy)
     nb = nbformat.read(copy, as_version=4)
     _code(nb, 2).outputs = []
     nbformat.write(nb, str(copy))
     before = copy.read_bytes()
-    results = notebooks_run.run([str(copy)], store=False)
+    results = executor.run([str(copy)], store=False)
     assert [r["status"] for r in results] == ["ok"]
     assert copy.read_bytes() == before

@@ -13,10 +13,13 @@ import time
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, ParamValidationError
-
-from mtrl_course import aws, config
+from mtrl_course import aws, config, service_spec
 from mtrl_course.local import hub
-from mtrl_course.local.jobruntime import JOB_NOT_FOUND_MESSAGE, JobRuntimeEmulator, ScriptedPolicy
+from mtrl_course.local.jobruntime import (
+    JOB_NOT_FOUND_MESSAGE,
+    JobRuntimeEmulator,
+    ScriptedPolicy,
+)
 from mtrl_course.local.runtime import LocalAgentRuntime
 
 ACCOUNT = config.MOTO_ACCOUNT
@@ -129,7 +132,7 @@ def test_live_session_names_the_missing_region(monkeypatch):
 
 def test_call_trace_records_course_calls_but_not_the_stand_ins_own(boto, offline):
     offline.calls.clear()
-    boto.client("sagemaker").describe_hub_content(HubName=hub.HUB_NAME, HubContentType="Model", HubContentName=hub.GPT_OSS_20B)
+    boto.client("sagemaker").describe_hub_content(HubName=hub.HUB_NAME, HubContentType="Model", HubContentName=service_spec.GPT_OSS_20B)
     # Seeding the hub bucket made S3 calls of its own; only the course's call is traced.
     assert list(offline.calls) == ["sagemaker.DescribeHubContent"]
 
@@ -245,8 +248,8 @@ def test_mlflow_app_arn_works_as_tracking_uri(boto):
 
 def test_describe_hub_content_serves_mtrl_recipes_with_specs_in_s3(boto):
     sm = boto.client("sagemaker")
-    content = sm.describe_hub_content(HubName=hub.HUB_NAME, HubContentType="Model", HubContentName=hub.GPT_OSS_20B)
-    assert content["HubContentArn"] == hub.hub_content_arn(config.OFFLINE_REGION, hub.GPT_OSS_20B)
+    content = sm.describe_hub_content(HubName=hub.HUB_NAME, HubContentType="Model", HubContentName=service_spec.GPT_OSS_20B)
+    assert content["HubContentArn"] == hub.hub_content_arn(config.OFFLINE_REGION, service_spec.GPT_OSS_20B)
     recipes = json.loads(content["HubContentDocument"])["RecipeCollection"]
     training = next(r for r in recipes if r.get("CustomizationTechnique") == "MTRL")
     evaluation = next(r for r in recipes if r.get("EvaluationType") == "MTRLEvaluation")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import io
 
 import pytest
-
-from mtrl_course import architecture, aws, config, preflight
+from mtrl_course import aws, config, preflight
+from mtrl_course.curriculum import diagram as architecture
 from mtrl_course.preflight import FAIL, OK, STAND_IN, WARN, Facts
 
 # Built at run time so no real-looking account ID is written in a committed file.

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
-
-from mtrl_course import aws, config, dataset
+from mtrl_course import aws, config, dataset, service_spec
 from mtrl_course.local import hub, metrics, runner, service
 from mtrl_course.local.policy import LABEL, Adapter
 from mtrl_course.local.runtime import LocalAgentRuntime
@@ -97,7 +96,7 @@ class World:
             "OutputDataConfig": {"S3OutputPath": f"s3://{BUCKET}/out/"},
             "ModelPackageConfig": {"OutputModelPackageGroupArn": self.mpg_arn},
             section: {
-                "BaseModelArn": hub.hub_content_arn(REGION, hub.GPT_OSS_20B),
+                "BaseModelArn": hub.hub_content_arn(REGION, service_spec.GPT_OSS_20B),
                 "AcceptEula": True,
                 "HyperParameters": hyperparameters,
                 "MlflowConfig": {"MlflowResourceArn": self.mlflow_arn, "MlflowExperimentName": "runner-test"},
@@ -182,7 +181,7 @@ def test_the_adapter_is_saved_and_registered_as_the_output_model_package(world, 
     path = runner.adapter_for_package(package, world.adapters)
     assert path is not None and path.parent == world.adapters and path.is_file()
     adapter = Adapter.load(path)
-    assert (adapter.step, adapter.seed, adapter.base_model) == (2, SEED, hub.GPT_OSS_20B)
+    assert (adapter.step, adapter.seed, adapter.base_model) == (2, SEED, service_spec.GPT_OSS_20B)
     assert adapter.vector().any()
     description = world.sm.describe_model_package(ModelPackageName=package)["ModelPackageDescription"]
     assert LABEL in description

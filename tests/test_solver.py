@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from mtrl_course import config
-from mtrl_course.patterns import pattern_to_marks
+from mtrl_course.feedback_arrays import pattern_to_marks
 from mtrl_course.solver import (
     EntropySolver,
     GameRecord,

@@ -7,8 +7,6 @@ import json
 import random
 
 import pytest
-from strands import Agent, tool
-
 from mtrl_course.local.solver_model import (
     DONE_TEXT,
     NO_FEEDBACK_TEXT,
@@ -17,6 +15,7 @@ from mtrl_course.local.solver_model import (
     solver_model_factory,
 )
 from mtrl_course.solver import default_solver, handler_payload, play
+from strands import Agent, tool
 from wordle_agent.game import WordleGame
 from wordle_agent.words import ANSWERS
 
@@ -148,7 +147,8 @@ def test_the_real_rollout_plays_the_same_game_as_the_bare_loop():
 @pytest.mark.slow
 def test_play_through_handler_matches_the_bare_loop():
     pytest.importorskip("wordle_agent.main")
-    from mtrl_course.solver import play_many, play_through_handler
+    from mtrl_course.local import play_through_handler
+    from mtrl_course.solver import play_many
 
     words = random.Random(HANDLER_SEED).sample(ANSWERS, HANDLER_SAMPLE)
     through = play_through_handler(words)

@@ -4,8 +4,7 @@ uploads, listings and deletions. Offline against moto."""
 from __future__ import annotations
 
 import pytest
-
-from mtrl_course import aws, config, iam, storage
+from mtrl_course import aws, config, naming, storage
 
 # Built at run time so no real-looking account ID is written in a committed file.
 REAL_LOOKING = "4" + "0" * 7 + "9876"
@@ -15,7 +14,7 @@ COURSE_BUCKET = f"mtrl-wordle-{config.MOTO_ACCOUNT}-{config.OFFLINE_REGION}"
 @pytest.fixture
 def offline(tmp_path, monkeypatch):
     monkeypatch.delenv(storage.BUCKET_ENV_VAR, raising=False)
-    monkeypatch.delenv(iam.RUN_ID_ENV_VAR, raising=False)
+    monkeypatch.delenv(naming.RUN_ID_ENV_VAR, raising=False)
     aws.reset_offline(tmp_path / "state")
     yield aws.session()
     aws.reset_offline(tmp_path / "state")

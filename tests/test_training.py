@@ -20,9 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
 from mtrl_course import aws, config, resources, training
-from mtrl_course.local import service
+from mtrl_course.local import service, store
 
 # sagemaker-train registers OmegaConf resolvers with a deprecated call on every train().
 pytestmark = pytest.mark.filterwarnings("ignore:register_new_resolver:UserWarning")
@@ -194,7 +193,7 @@ def test_a_job_whose_process_ended_comes_back_failed_with_the_reason(backend):
 def test_a_job_running_in_another_live_process_is_shown_as_it_is_and_cannot_be_stopped_here(backend):
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        owner = {"Pid": child.pid, "Started": service._process_start(child.pid)}
+        owner = {"Pid": child.pid, "Started": store._process_start(child.pid)}
         _store(backend).save(_record("elsewhere"), owner)
         sagemaker = aws.session().client("sagemaker")
         assert sagemaker.describe_job(JobName="elsewhere", JobCategory=service.TRAINING)["JobStatus"] == "InProgress"
@@ -387,10 +386,9 @@ def test_a_new_process_attaches_reads_metrics_and_evaluates_the_trained_package(
 @pytest.mark.slow
 def test_96_concurrent_rollouts_through_the_runtime_each_report_one_reward(offline):
     """The real agent app over HTTP (handler, wrap_model, OpenAIModel) against the emulator, 96 at once."""
-    from mtrl_course import course
+    from mtrl_course.curriculum import course_run as course
     from mtrl_course.local import fastlane, runner
     from mtrl_course.local.policy import StandInPolicy
-
     from wordle_agent.auth import TOKENS
 
     prompts = course.split_words("validation")

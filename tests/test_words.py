@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mtrl_course import wordlists
-from mtrl_course.patterns import pattern_matrix, pattern_to_marks
+from mtrl_course.feedback_arrays import pattern_matrix, pattern_to_marks
 from wordle_agent import words
 
 DATA_DIR = words.DATA_DIR

@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtrl_course import config, deploy, iam, storage
+from mtrl_course import config, deploy, iam, naming, storage
 
 # --- what counts as the course's -------------------------------------------------------------------
-NAME_PREFIX = iam.NAME_PREFIX
-TAG_KEY = iam.TAG_COURSE
+NAME_PREFIX = naming.NAME_PREFIX
+TAG_KEY = naming.TAG_COURSE
 TAG_VALUE = config.COURSE_TAG
 # The trainer's get-or-create model-package groups: `<model>-mtrl-mpg`, `<model>-mtrl-checkpoint-mpg`.
 PACKAGE_GROUP_MARK = "-mtrl-"
@@ -104,7 +104,7 @@ class Resource:
     ref: dict[str, Any] = field(default_factory=dict)
 
     def __str__(self) -> str:
-        return f"{self.kind}: {iam.mask_account(self.name)}"
+        return f"{self.kind}: {naming.mask_account(self.name)}"
 
     __repr__ = __str__
 
@@ -167,7 +167,7 @@ def _jobs(session: Any, tagged: set[str]) -> list[Resource]:
     """Jobs in progress that carry the course tag and this run's id: another learner's or the
     instructor's job (a different run id) is never stopped from here."""
     sagemaker = session.client("sagemaker")
-    run = iam.run_id()
+    run = naming.run_id()
     found = []
     for category in JOB_CATEGORIES:
         token = None
@@ -176,7 +176,7 @@ def _jobs(session: Any, tagged: set[str]) -> list[Resource]:
             for summary in page.get("JobSummaries", []):
                 tags = sagemaker.describe_job(JobName=summary["JobName"], JobCategory=category).get("Tags", [])
                 tag_map = {t["Key"]: t["Value"] for t in tags}
-                mine = _has_course_tag(tags) and tag_map.get(iam.TAG_RUN_ID, run) == run
+                mine = _has_course_tag(tags) and tag_map.get(naming.TAG_RUN_ID, run) == run
                 if mine or summary["JobArn"] in tagged:
                     found.append(Resource(JOB, summary["JobName"], f"aws sagemaker stop-job --job-name {summary['JobName']} --job-category {category}",
                                           {"name": summary["JobName"], "category": category}))
@@ -234,9 +234,10 @@ def _runtimes(session: Any, tagged: set[str]) -> list[Resource]:
 def _local_runtime_arns() -> set[str]:
     if config.is_live():
         return set()
-    from mtrl_course.aws import offline_backend
+    from mtrl_course import aws, local
 
-    return {runtime.arn for runtime in offline_backend().runtimes.all()}
+    aws.session()
+    return {runtime.arn for runtime in local.local_runtimes()}
 
 
 def _mlflow_apps(session: Any, tagged: set[str]) -> list[Resource]:
@@ -364,10 +365,10 @@ def discover(session: Any | None = None) -> Any:
         try:
             listing = _Listing(discoverer(session, tagged))
         except Exception as error:
-            listing = _Listing(error=f"{_error_code(error)}: {iam.mask_account(str(error))[:160]}")
+            listing = _Listing(error=f"{_error_code(error)}: {naming.mask_account(str(error))[:160]}")
         for resource in listing.resources:
             how = LOCAL_RUNTIME_HOW if resource.ref.get("local") else HOW[resource.kind]
-            rows.append({KIND: resource.kind, NAME: iam.mask_account(resource.name), BILLS: BILLING[resource.kind],
+            rows.append({KIND: resource.kind, NAME: naming.mask_account(resource.name), BILLS: BILLING[resource.kind],
                          HOW_COLUMN: how, RESOURCE: resource})
         if listing.error:
             rows.append({KIND: kind, NAME: f"{CHECK_BY_HAND} ({listing.error})", BILLS: UNKNOWN_BILLING, HOW_COLUMN: "-", RESOURCE: None})
@@ -387,7 +388,7 @@ def cli_commands(frame: Any) -> list[str]:
     What `delete` does, written out for anyone who prefers to run it by hand.
     """
     resources = sorted((r for r in frame[RESOURCE] if isinstance(r, Resource)), key=lambda r: (ORDER.index(r.kind), r.name))
-    return [iam.mask_account(r.command) for r in resources]
+    return [naming.mask_account(r.command) for r in resources]
 
 
 # --------------------------------------------------------------------------------------- deletion
@@ -426,9 +427,9 @@ def _delete_stack(session: Any, resource: Resource) -> str:
 
 def _delete_runtime(session: Any, resource: Resource) -> str:
     if resource.ref.get("local"):
-        from mtrl_course.aws import offline_backend
+        from mtrl_course import local
 
-        runtime = offline_backend().runtimes.get(resource.ref["arn"])
+        runtime = local.get_runtime(resource.ref["arn"])
         if runtime is None:
             return "already gone"
         runtime.close()
@@ -492,9 +493,9 @@ def _forget_package_group_in_moto(session: Any, name: str, packages: list[str]) 
     backend.model_package_groups.pop(name, None)
     # The local service re-registers finished jobs' packages in every new process (so a later
     # kernel can evaluate them); tell it these are gone for good.
-    from mtrl_course import aws
+    from mtrl_course import local
 
-    aws.offline_backend().service.forget_model_packages(packages)
+    local.forget_model_packages(packages)
 
 
 def _delete_role(session: Any, resource: Resource) -> str:
@@ -574,7 +575,7 @@ def delete(frame: Any, confirm: bool = False, session: Any | None = None, *, ech
             except Exception as error:
                 code = _error_code(error)
                 result = "already gone" if _is_gone(error) else f"failed: {code}: {str(error)[:200]}"
-        row = {KIND: resource.kind, NAME: iam.mask_account(resource.name), "result": iam.mask_account(result)}
+        row = {KIND: resource.kind, NAME: naming.mask_account(resource.name), "result": naming.mask_account(result)}
         rows.append(row)
         if echo and confirm is True:
             print(f"{row[KIND]} {row[NAME]}: {row['result']}", flush=True)

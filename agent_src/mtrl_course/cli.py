@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mtrl_course import naming
+
 # A `--runs` item: `<model>:<temperature>`; the model is "base", "trained" or a training job name.
 RUN_SEPARATOR = ":"
 TRAINED_ALIAS = "trained"
@@ -49,8 +51,9 @@ def _words_build(args: argparse.Namespace) -> int:
 
 
 def _words_verify(args: argparse.Namespace) -> int:
-    from mtrl_course import wordlists
     from wordle_agent import words
+
+    from mtrl_course import wordlists
 
     problems = wordlists.verify()
     if problems:
@@ -118,7 +121,7 @@ def _dataset_export(args: argparse.Namespace) -> int:
 def _play(args: argparse.Namespace) -> int:
     if args.batch:
         from mtrl_course import solver
-        from mtrl_course.course import split_words
+        from mtrl_course.curriculum.course_run import split_words
 
         words = split_words(args.split)[: args.limit] if args.limit else split_words(args.split)
         frame = solver.play_many(words)
@@ -151,21 +154,20 @@ def _play_interactive(word: str | None) -> int:
 
 # --------------------------------------------------------------------------------------- course
 def _course(args: argparse.Namespace) -> int:
-    from mtrl_course import course
+    from mtrl_course.curriculum import course_run as course
 
     return course.run(limit=args.limit, train=not args.no_train)
 
 
 def _quiet() -> None:
-    from mtrl_course import course
+    from mtrl_course.curriculum import course_run as course
 
     course.quiet()
 
 
 def _mask(value: Any) -> Any:
-    from mtrl_course import iam
 
-    return iam.mask_account(value) if isinstance(value, str) else value
+    return naming.mask_account(value) if isinstance(value, str) else value
 
 
 # ---------------------------------------------------------------------------------------- agent
@@ -180,15 +182,14 @@ def _agent_bundle(args: argparse.Namespace) -> int:
 
 
 def _agent_serve(args: argparse.Namespace) -> int:
-    from mtrl_course import config, deploy, smoke
-    from mtrl_course.local.runtime import LocalAgentRuntime
+    from mtrl_course import config, deploy, local, smoke
 
     _quiet()
     if config.is_live():
         # Live, the agent would call the real Job Runtime: it serves, but only a real job's
         # rollouts (or the smoke payload, answered 400 "Could not find job") make sense.
         env = {item["name"]: item["value"] for item in deploy.agent_runtime(deploy.load_project()).get("envVars", [])}
-        runtime = LocalAgentRuntime(name=deploy.deployed_runtime_name(), env=env, register=False).start()
+        runtime = local.agent_runtime(deploy.deployed_runtime_name(), env, register=False).start()
     else:
         runtime = smoke.local_runtime(start=False)
     if args.effort:
@@ -383,15 +384,15 @@ def _jobs(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------------ notebooks
 def _notebooks_run(args: argparse.Namespace) -> int:
-    from mtrl_course import notebooks_run
+    from mtrl_course.curriculum import executor
 
-    return notebooks_run.run_command(args.notebooks or None, timeout=args.timeout, store=not args.no_store)
+    return executor.run_command(args.notebooks or None, timeout=args.timeout, store=not args.no_store)
 
 
 def _notebooks_sync(args: argparse.Namespace) -> int:
-    from mtrl_course import notebooks_run
+    from mtrl_course.curriculum import executor
 
-    return notebooks_run.sync_command(check=args.check)
+    return executor.sync_command(check=args.check)
 
 
 # -------------------------------------------------------------------------------------- cleanup

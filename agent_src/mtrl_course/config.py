@@ -6,8 +6,10 @@ the CLI never read `MTRL_MODE` themselves; they ask this module.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+from collections.abc import Iterable, Iterator, Mapping
 from enum import Enum
 from pathlib import Path
 
@@ -81,3 +83,25 @@ def seed_everything(seed: int = DEFAULT_SEED) -> int:
     except ImportError:  # numpy is a course dependency; the guard only keeps this importable alone
         pass
     return seed
+
+
+@contextlib.contextmanager
+def environment(values: Mapping[str, str], *, unset: Iterable[str] = ()) -> Iterator[None]:
+    """Set (and unset) environment variables for a block, restoring every one afterwards.
+
+    The agent reads its runtime settings (REASONING_EFFORT, ...) from the environment, as on
+    AgentCore; lessons that compare settings in one process switch them with this.
+    """
+    names = set(values) | set(unset)
+    saved = {name: os.environ.get(name) for name in names}
+    for name in unset:
+        os.environ.pop(name, None)
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

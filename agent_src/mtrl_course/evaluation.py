@@ -43,7 +43,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mtrl_course import config, iam, resources as course_resources, storage, training
+from mtrl_course import config, naming, storage, training
+from mtrl_course import resources as course_resources
 
 # The walkthrough's serving settings: reasoning effort x temperature.
 SETTINGS: tuple[tuple[str, float], ...] = (("low", 0.0), ("low", 1.0), ("medium", 0.0), ("medium", 1.0))
@@ -171,7 +172,7 @@ def _output_uri(resources: Any) -> str:
 
 def _job_name(label: str, effort: str, temperature: float) -> str:
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d%H%M%S")
-    return f"{iam.resource_name(JOB_KIND)}-{label}-{effort}-t{round(temperature * 10):02d}-{stamp}"[:63].rstrip("-")
+    return f"{naming.resource_name(JOB_KIND)}-{label}-{effort}-t{round(temperature * 10):02d}-{stamp}"[:63].rstrip("-")
 
 
 def _start_with_create_job(resources: Any, model: str, package: str | None, base_model_arn: str, *, dataset_uri: str,
@@ -200,7 +201,7 @@ def _start_with_create_job(resources: Any, model: str, package: str | None, base
         document["ModelPackageConfig"] = {"InputModelPackageArn": package}
     _sagemaker().create_job(
         JobName=name, RoleArn=resources.job_role_arn, JobCategory=CATEGORY, JobConfigSchemaVersion="1.0.0",
-        JobConfigDocument=json.dumps(document), Tags=iam.course_tags(notebook),
+        JobConfigDocument=json.dumps(document), Tags=naming.course_tags(notebook),
     )
     return name
 
@@ -212,7 +213,7 @@ def _start_with_evaluator(resources: Any, model: str, package: str | None, *, da
     common = dict(
         dataset=dataset_uri, agent_config=resources.runtime_arn, s3_output_path=_output_uri(resources),
         mlflow_resource_arn=resources.mlflow_app_arn, mlflow_experiment_name=EXPERIMENT_NAME,
-        role=resources.job_role_arn, tags=iam.course_tags(notebook),
+        role=resources.job_role_arn, tags=naming.course_tags(notebook),
     )
     if package is None:
         evaluator = MultiTurnRLEvaluator(model=training.MODEL_ID, **common)
@@ -224,7 +225,7 @@ def _start_with_evaluator(resources: Any, model: str, package: str | None, *, da
     with contextlib.redirect_stdout(printed):  # its summary shows ARNs (masked below when echoed)
         execution = evaluator.evaluate()
     if echo:
-        print(iam.mask_account(printed.getvalue().strip()))
+        print(naming.mask_account(printed.getvalue().strip()))
     return _job_of_pipeline(execution.arn)
 
 
@@ -243,9 +244,9 @@ def _job_of_pipeline(execution_arn: str) -> str:
         status = sagemaker.describe_pipeline_execution(PipelineExecutionArn=execution_arn)["PipelineExecutionStatus"]
         if failed or status in PIPELINE_TERMINAL:
             reasons = "; ".join(f"{s['StepName']}: {s.get('FailureReason', 'no reason given')}" for s in failed) or status
-            raise EvaluationFailed(f"the evaluator's pipeline ended before its evaluation job ran ({iam.mask_account(reasons)})")
+            raise EvaluationFailed(f"the evaluator's pipeline ended before its evaluation job ran ({naming.mask_account(reasons)})")
         if time.monotonic() > deadline:
-            raise TimeoutError(f"the evaluator's pipeline {iam.mask_account(execution_arn)} created no job within {PIPELINE_START_TIMEOUT_S[live]:.0f} s")
+            raise TimeoutError(f"the evaluator's pipeline {naming.mask_account(execution_arn)} created no job within {PIPELINE_START_TIMEOUT_S[live]:.0f} s")
         time.sleep(LIVE_POLL_S if live else OFFLINE_POLL_S)
 
 
@@ -264,7 +265,7 @@ def _results(describe: Mapping[str, Any], mlflow_app_arn: str, pass_k: Sequence[
 
     if describe["JobStatus"] != "Completed":
         reason = describe.get("FailureReason") or describe["JobStatus"]
-        raise EvaluationFailed(f"evaluation job {describe['JobName']} ended {describe['JobStatus']}: {iam.mask_account(reason)}")
+        raise EvaluationFailed(f"evaluation job {describe['JobName']} ended {describe['JobStatus']}: {naming.mask_account(reason)}")
     output = json.loads(describe["JobConfigDocument"]).get("ServiceOutput") or {}
     run_id = (output.get("MlflowDetails") or {}).get("RunId")
     if not run_id:

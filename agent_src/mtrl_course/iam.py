@@ -27,14 +27,19 @@ import dataclasses
 import fnmatch
 import functools
 import json
-import os
 import re
-import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mtrl_course import config
+from mtrl_course import config, service_spec
+from mtrl_course.naming import (
+    DEFAULT_NOTEBOOK,
+    NAME_PREFIX,
+    course_tags,
+    mask_account,
+    resource_name,
+)
 
 # --- principals and actions (aws-docs.md §3.4 and §4) ------------------------------------------
 
@@ -62,98 +67,21 @@ JOB_RESOURCE_ACTIONS = ("sagemaker:CreateJob", "sagemaker:DescribeJob", "sagemak
 JOB_LIST_ACTIONS = ("sagemaker:ListJobs", "sagemaker:ListJobSchemaVersions", "sagemaker:DescribeJobSchemaVersion")
 JOB_RESOURCE_PATTERN = "arn:aws:sagemaker:*:*:job/*"
 
-# --- names and tags ------------------------------------------------------------------------------
-
-NAME_PREFIX = "mtrl-wordle"
+# Role kinds, the middle of a role's name (naming.resource_name).
 JOB_ROLE_KIND = "job-role"
 RUNTIME_ROLE_KIND = "runtime-role"
 WRONG_PRINCIPAL_KIND = "wrong-principal"
-RUN_ID_ENV_VAR = "MTRL_RUN_ID"
-RUN_ID_FILE = config.STATE_DIR / "run_id"
-# Offline runs use one fixed id, so names (and the committed outputs showing them) never change.
-OFFLINE_RUN_ID = "offline"
-RUN_ID_BYTES = 3  # six hex digits: short enough for IAM's 64-character role names
-RUN_ID_PATTERN = re.compile(r"^[a-z0-9]{1,12}$")
-MAX_ROLE_NAME = 64
-TAG_COURSE, TAG_RUN_ID, TAG_NOTEBOOK = "course", "run_id", "notebook"
-DEFAULT_NOTEBOOK = "01"
 
 # --- the wrong-principal demonstration -----------------------------------------------------------
 
-JOB_CATEGORY = "AgentRFT"
+JOB_CATEGORY = service_spec.TRAINING
 JOB_SCHEMA_VERSION = "1.0.0"
 # The walkthrough's report: the message names the right principal only after the third retry.
 WRONG_PRINCIPAL_ATTEMPTS = 3
-BASE_MODEL_ID = "openai-reasoning-gpt-oss-20b"
-
-# --- masking ----------------------------------------------------------------------------------------
-
-# Placeholders that belong to nobody; every other 12-digit account is masked before printing.
-PLACEHOLDER_ACCOUNTS = frozenset({config.PLACEHOLDER_ACCOUNT, config.MOTO_ACCOUNT})
-ACCOUNT_ID = re.compile(r"(?<!\d)\d{12}(?!\d)")
-MASK_KEEP = 4
+BASE_MODEL_ID = service_spec.GPT_OSS_20B
 
 # IAM's "not found" error, as moto and AWS spell it.
 NOT_FOUND_CODES = ("NoSuchEntity", "NoSuchEntityException")
-
-
-def mask_account(text: str) -> str:
-    """`text` with every real-looking 12-digit account ID masked to its last four digits.
-
-    The course placeholders (111122223333, moto's 123456789012) stay readable: they belong to
-    nobody, and offline outputs show them on purpose.
-    """
-
-    def mask(match: re.Match[str]) -> str:
-        account = match.group(0)
-        if account in PLACEHOLDER_ACCOUNTS:
-            return account
-        return "*" * (len(account) - MASK_KEEP) + account[-MASK_KEEP:]
-
-    return ACCOUNT_ID.sub(mask, str(text))
-
-
-# --- run id, names, tags -----------------------------------------------------------------------------
-
-
-def run_id() -> str:
-    """This learner's run id: short, stable across sessions, part of every resource name.
-
-    `MTRL_RUN_ID` wins if set. Offline it is always "offline". Live it is read from
-    `.state/run_id`, created on first use with six random hex digits.
-    """
-    given = os.environ.get(RUN_ID_ENV_VAR, "").strip().lower()
-    if given:
-        if not RUN_ID_PATTERN.match(given):
-            raise ValueError(f"{RUN_ID_ENV_VAR}={given!r} must be 1 to 12 lowercase letters or digits")
-        return given
-    if not config.is_live():
-        return OFFLINE_RUN_ID
-    if RUN_ID_FILE.is_file():
-        stored = RUN_ID_FILE.read_text(encoding="utf-8").strip()
-        if RUN_ID_PATTERN.match(stored):
-            return stored
-    fresh = secrets.token_hex(RUN_ID_BYTES)
-    RUN_ID_FILE.parent.mkdir(parents=True, exist_ok=True)
-    RUN_ID_FILE.write_text(fresh + "\n", encoding="utf-8")
-    return fresh
-
-
-def resource_name(kind: str, run: str | None = None) -> str:
-    """`mtrl-wordle-<kind>-<run id>`, e.g. mtrl-wordle-job-role-offline."""
-    name = f"{NAME_PREFIX}-{kind}-{run or run_id()}"
-    if len(name) > MAX_ROLE_NAME:
-        raise ValueError(f"resource name {name!r} is longer than IAM's {MAX_ROLE_NAME} characters")
-    return name
-
-
-def course_tags(notebook: str = DEFAULT_NOTEBOOK, run: str | None = None) -> list[dict[str, str]]:
-    """The tags every course resource carries, in the shape IAM, S3 and SageMaker take."""
-    return [
-        {"Key": TAG_COURSE, "Value": config.COURSE_TAG},
-        {"Key": TAG_RUN_ID, "Value": run or run_id()},
-        {"Key": TAG_NOTEBOOK, "Value": notebook},
-    ]
 
 
 # --- policy documents ----------------------------------------------------------------------------------
@@ -703,10 +631,9 @@ def check_my_permissions(job_role_arn: str, *, session: Any | None = None) -> An
 
 def _demo_job_document(account: str, region: str) -> dict[str, Any]:
     """A CreateJob configuration like the trainer's, pointing at a runtime not deployed yet."""
-    from mtrl_course import deploy
-    from mtrl_course.local.runtime import runtime_id_for
+    from mtrl_course import deploy, local
 
-    runtime_id = runtime_id_for(deploy.deployed_runtime_name())
+    runtime_id = local.runtime_id_for(deploy.deployed_runtime_name())
     bucket = f"{NAME_PREFIX}-{account}-{region}"
     return {
         "AgentConfig": {

@@ -23,18 +23,17 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from mtrl_course import config
+from mtrl_course import config, naming, service_spec
 
-TRAINING = "AgentRFT"
-EVALUATION = "AgentRFTEvaluation"
+TRAINING = service_spec.TRAINING
+EVALUATION = service_spec.EVALUATION
 # What a lesson plots and discusses; `keys=None` reads every metric the run logged.
 DEFAULT_KEYS = (
     "rollout/reward/mean",
@@ -183,9 +182,9 @@ def _batch_run() -> bool:
 
 def _local_apps(arn: str) -> Any:
     """The offline backend's MLflow apps, after checking that `arn` is one of them."""
-    from mtrl_course import aws
+    from mtrl_course import local
 
-    apps = aws.offline_backend().mlflow
+    apps = local.mlflow_app_registry()
     if apps.info(arn) is None:
         raise ValueError(f"offline mode: no MLflow app {arn} in this kernel; run resources.prepare() first")
     return apps
@@ -195,11 +194,10 @@ def how_to_open_ui(resources: Any) -> str:
     """How to open the job's MLflow UI in the current mode (text to print; starts nothing)."""
     arn = _mlflow_app_arn(resources)
     if config.is_live():
-        from mtrl_course import iam
 
         return "\n".join(
             [
-                f"live: your MLflow app is {iam.mask_account(arn)} (the full ARN is resources.mlflow_app_arn).",
+                f"live: your MLflow app is {naming.mask_account(arn)} (the full ARN is resources.mlflow_app_arn).",
                 "Open it from SageMaker Studio (MLflow in the left menu), or ask for a sign-in link in a terminal:",
                 "    aws sagemaker create-presigned-mlflow-app-url --arn <resources.mlflow_app_arn> "
                 "--query AuthorizedUrl --output text",
@@ -378,16 +376,14 @@ def walkthrough_game() -> TracedGame:
 # --- playing a game with the trained stand-in ---------------------------------------------------------
 def _adapter_for(job: Any, session: Any = None) -> tuple[Any, dict[str, Any]]:
     """The stand-in adapter a finished offline training job produced, and its DescribeJob."""
-    from mtrl_course import resources
-    from mtrl_course.local import runner
-    from mtrl_course.local.policy import Adapter
+    from mtrl_course import local, resources
 
     response = describe(job, TRAINING, session)
     name = response["JobName"]
     output = response["JobConfigDocument"].get("ServiceOutput") or {}
     package = output.get("OutputModelPackageArn")
     directory = resources.offline_adapter_dir()
-    path = runner.adapter_for_package(package, directory) if package else None
+    path = local.adapter_file(package, directory)
     if path is None or not path.is_file():
         path = directory / f"{name}.json"
     if not path.is_file():
@@ -395,7 +391,7 @@ def _adapter_for(job: Any, session: Any = None) -> tuple[Any, dict[str, Any]]:
             f"job {name} ({response.get('JobStatus')}) has no stand-in adapter on this machine yet "
             f"(looked for {path.name}); wait until it has Completed"
         )
-    return Adapter.load(path), response
+    return local.load_adapter(path), response
 
 
 def deployed_environment() -> dict[str, str]:
@@ -404,20 +400,6 @@ def deployed_environment() -> dict[str, str]:
 
     runtime = deploy.agent_runtime(deploy.load_project())
     return {item["name"]: item["value"] for item in runtime.get("envVars") or []}
-
-
-@contextmanager
-def _environment(values: Mapping[str, str]) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def _validation_tasks(words: Sequence[str] | None) -> list[tuple[int, str, str]]:
@@ -452,11 +434,9 @@ def traced_game(job: Any, word: str | None = None, *, seed: int | None = None, s
         raise RuntimeError(
             "traced_game plays the offline stand-in; live, open the job's MLflow experiment and its Traces tab"
         )
-    from mtrl_course import aws
-    from mtrl_course.local import fastlane
-    from mtrl_course.local.jobruntime import JobRuntimeEmulator
-    from mtrl_course.local.policy import StandInPolicy
     from wordle_agent import rollout
+
+    from mtrl_course import aws, local
 
     adapter, response = _adapter_for(job, session)
     name = response["JobName"]
@@ -465,9 +445,8 @@ def traced_game(job: Any, word: str | None = None, *, seed: int | None = None, s
     progress = (response["JobConfigDocument"].get("ServiceOutput") or {}).get("ProgressInfo") or {}
     final_step = int(progress.get("MaxSteps") or adapter.step or 0)
     region = aws.session().region_name or config.OFFLINE_REGION
-    job_arn = f"arn:aws:sagemaker:{region}:{aws.offline_backend().account}:job/AgentRFT/{name}{TRACE_SUFFIX}"
-    emulator = JobRuntimeEmulator()
-    emulator.register_job(job_arn, StandInPolicy(adapter, seed=seed))
+    job_arn = f"arn:aws:sagemaker:{region}:{local.backend().account}:job/AgentRFT/{name}{TRACE_SUFFIX}"
+    player = local.StandInPlayer(adapter, seed=seed, job_arn=job_arn)
     games: dict[str, Any] = {}
 
     def keep(task_id: str, game: Any) -> None:
@@ -475,11 +454,10 @@ def traced_game(job: Any, word: str | None = None, *, seed: int | None = None, s
 
     chosen, interesting = None, False
     tasks = _validation_tasks(None if word is None else [word])
-    with _environment(deployed_environment()), rollout.use_game_observer(keep):
+    with config.environment(deployed_environment()), rollout.use_game_observer(keep):
         for index, answer, task in tasks:
             tid = f"{name}{TRACE_SUFFIX}-p{index:04d}"
-            emulator.start_trajectory(job_arn, tid, rng_key=[seed, VALIDATION_PHASE, final_step, index, 0, 0])
-            fastlane.play_episode(emulator, job_arn, tid, task, temperature=0.0)
+            player.play(tid, task, rng_key=[seed, VALIDATION_PHASE, final_step, index, 0, 0], temperature=0.0)
             game = games.get(json.loads(task)["id"])
             if game is None:
                 raise RuntimeError(f"the rollout of {answer} finished without a game (the handler failed?)")

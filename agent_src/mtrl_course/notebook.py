@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mtrl_course import catalog, config
+from mtrl_course import config
+from mtrl_course.curriculum import catalog
 
 T = TypeVar("T")
 

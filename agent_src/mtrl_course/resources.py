@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtrl_course import config, deploy, iam, storage
+from mtrl_course import config, deploy, iam, naming, storage
 
 MLFLOW_APP_KIND = "mlflow"
 MLFLOW_ARTIFACTS_DIR = "mlflow"
@@ -92,7 +92,7 @@ class CourseResources:
         """item -> value rows for a notebook table, account IDs masked."""
         shown = ("mode", "region", "account", "job_role_arn", "bucket", "train_s3_uri", "validation_s3_uri",
                  "output_s3_uri", "mlflow_app_arn", "runtime_arn", "reasoning_effort")
-        return [{"item": name, "value": iam.mask_account(str(getattr(self, name)))} for name in shown]
+        return [{"item": name, "value": naming.mask_account(str(getattr(self, name)))} for name in shown]
 
 
 _LOCK = threading.RLock()
@@ -122,7 +122,8 @@ def _check_effort(effort: str) -> None:
 
 def _still_usable(cached: CourseResources, backend: Any) -> bool:
     """True while nothing (a reset, close()) has taken the cached offline resources away."""
-    from mtrl_course.local.service import EVALUATION, TRAINING
+    from mtrl_course import local
+    from mtrl_course.service_spec import EVALUATION, TRAINING
 
     runtime = cached.runtime
     return (
@@ -131,8 +132,8 @@ def _still_usable(cached: CourseResources, backend: Any) -> bool:
         and backend.runtimes.get(cached.runtime_arn) is runtime
         and runtime.serving
         and backend.mlflow.info(cached.mlflow_app_arn) is not None
-        and backend.service.runner(TRAINING) is not None
-        and backend.service.runner(EVALUATION) is not None
+        and local.runner_ready(TRAINING)
+        and local.runner_ready(EVALUATION)
         and backend.job_runtime.emulator is not None
     )
 
@@ -140,16 +141,15 @@ def _still_usable(cached: CourseResources, backend: Any) -> bool:
 def offline_adapter_dir(backend: Any | None = None) -> Path:
     """Where offline jobs keep the stand-in adapters: `<offline state>/adapters/`."""
     if backend is None:
-        from mtrl_course.aws import offline_backend
+        from mtrl_course import aws
 
-        backend = offline_backend()
+        backend = aws.offline_backend()
     return Path(backend.state_dir) / ADAPTERS_SUBDIR
 
 
 def _prepare_offline(session: Any | None, effort: str, notebook: str) -> CourseResources:
     global _OFFLINE
-    from mtrl_course import aws, smoke
-    from mtrl_course.local import runner
+    from mtrl_course import aws, local, smoke
 
     with _LOCK:
         backend = aws.offline_backend()
@@ -171,7 +171,7 @@ def _prepare_offline(session: Any | None, effort: str, notebook: str) -> CourseR
         runtime.env[REASONING_EFFORT_ENV] = effort
         runtime.start()
         adapters = offline_adapter_dir(backend)
-        runner.install(backend.service, lane=runner.LANE_FAST, adapter_dir=adapters)
+        local.install_runners(lane=local.LANE_FAST, adapter_dir=adapters)
         _OFFLINE = CourseResources(
             mode=config.MODE.value, region=region, account=account, job_role_arn=str(role.arn), bucket=bucket,
             train_s3_uri=uploaded[0].uri, validation_s3_uri=uploaded[1].uri,
@@ -195,7 +195,7 @@ def close(resources: CourseResources) -> None:
 # ----------------------------------------------------------------------------------- MLflow app
 def mlflow_app_name() -> str:
     """`mtrl-wordle-mlflow-<run id>`."""
-    return iam.resource_name(MLFLOW_APP_KIND)
+    return naming.resource_name(MLFLOW_APP_KIND)
 
 
 def find_mlflow_app(session: Any | None = None, name: str | None = None) -> str | None:
@@ -241,7 +241,7 @@ def ensure_mlflow_app(session: Any | None = None, *, bucket: str | None = None, 
         Name=mlflow_app_name(),
         ArtifactStoreUri=storage.s3_uri(bucket, f"{storage.course_prefix()}{MLFLOW_ARTIFACTS_DIR}/"),
         RoleArn=role_arn,
-        Tags=iam.course_tags(notebook),
+        Tags=naming.course_tags(notebook),
     )["Arn"]
     deadline = time.monotonic() + MLFLOW_CREATE_TIMEOUT_S
     while True:
@@ -249,9 +249,9 @@ def ensure_mlflow_app(session: Any | None = None, *, bucket: str | None = None, 
         if status in MLFLOW_READY_STATUSES:
             return arn
         if status in MLFLOW_FAILED_STATUSES:
-            raise RuntimeError(f"MLflow app {iam.mask_account(arn)} ended in status {status}; see the SageMaker AI console")
+            raise RuntimeError(f"MLflow app {naming.mask_account(arn)} ended in status {status}; see the SageMaker AI console")
         if time.monotonic() > deadline:
-            raise TimeoutError(f"MLflow app {iam.mask_account(arn)} is still {status} after {MLFLOW_CREATE_TIMEOUT_S / 60:.0f} min")
+            raise TimeoutError(f"MLflow app {naming.mask_account(arn)} is still {status} after {MLFLOW_CREATE_TIMEOUT_S / 60:.0f} min")
         time.sleep(MLFLOW_POLL_S)
 
 
@@ -273,9 +273,10 @@ def running_jobs(session: Any | None = None, category: str | None = None) -> lis
     running in another kernel uses that kernel's own local runtime and CPU, not this one's).
     """
     if not config.is_live():
-        from mtrl_course.aws import offline_backend
+        from mtrl_course import aws, local
 
-        return sorted(job.name for job in offline_backend().service.running_here(category))
+        aws.session()
+        return local.running_jobs(category)
     sagemaker = _session(session).client("sagemaker")
     names = []
     for kind in (category,) if category else JOB_CATEGORIES:
@@ -344,7 +345,7 @@ def _discover_live(session: Any | None) -> CourseResources:
 
     role_arn = os.environ.get(JOB_ROLE_ENV, "").strip()
     if not role_arn:
-        name = iam.resource_name(iam.JOB_ROLE_KIND)
+        name = naming.resource_name(iam.JOB_ROLE_KIND)
         try:
             role_arn = session.client("iam").get_role(RoleName=name)["Role"]["Arn"]
         except Exception as error:
@@ -355,14 +356,14 @@ def _discover_live(session: Any | None) -> CourseResources:
     bucket = storage.bucket_name(session)
     train_uri = validation_uri = ""
     if not storage.bucket_exists(bucket, session):
-        missing.append(f"the S3 bucket {iam.mask_account(bucket)} with the datasets (notebook 04 creates it; or set {storage.BUCKET_ENV_VAR})")
+        missing.append(f"the S3 bucket {naming.mask_account(bucket)} with the datasets (notebook 04 creates it; or set {storage.BUCKET_ENV_VAR})")
     else:
         uris = storage.dataset_uris(session, bucket=bucket)
         train_uri, validation_uri = uris["training"], uris["validation"]
         for uri in (train_uri, validation_uri):
             key_bucket, key = storage.parse_s3_uri(uri)
             if not storage.prefix_exists(key_bucket, key, session):
-                missing.append(f"the dataset file {iam.mask_account(uri)} (notebook 04 uploads it)")
+                missing.append(f"the dataset file {naming.mask_account(uri)} (notebook 04 uploads it)")
 
     runtime_arn = os.environ.get(RUNTIME_ENV, "").strip()
     if not runtime_arn:
@@ -379,7 +380,7 @@ def _discover_live(session: Any | None) -> CourseResources:
         )
     if missing:
         raise LookupError(
-            f"live mode ({iam.mask_account(account)}, {region}): these course resources are missing:\n  - " + "\n  - ".join(missing)
+            f"live mode ({naming.mask_account(account)}, {region}): these course resources are missing:\n  - " + "\n  - ".join(missing)
         )
     resources = CourseResources(
         mode=config.MODE.value, region=region, account=account, job_role_arn=role_arn, bucket=bucket,

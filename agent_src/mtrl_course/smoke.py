@@ -20,11 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -33,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mtrl_course import config, dataset, deploy, iam
+from mtrl_course import config, dataset, deploy, iam, naming
 
 # --- the service's rules and answers ------------------------------------------------------------
 # AgentCore's runtimeSessionId: 33 to 256 characters (botocore checks the minimum before sending).
@@ -53,15 +49,9 @@ RUNTIME_POLICY = iam.RUNTIME_POLICY_NAME
 # --- timeouts -----------------------------------------------------------------------------------
 # AgentCore waits this long for a runtime's HTTP server before failing the invocation.
 AGENTCORE_INIT_TIMEOUT_S = 30.0
-# Offline the same wait is shortened, so the lesson shows the failure in seconds.
-OFFLINE_INIT_TIMEOUT_S = 3.0
 # Live: a cold runtime imports the agent (tens of seconds) before it answers.
 LIVE_READ_TIMEOUT_S = 120.0
 CONNECT_TIMEOUT_S = 10.0
-PORT_POLL_S = 0.1
-PROGRAM_STOP_TIMEOUT_S = 10.0
-# The program only imports the SageMaker SDK (several seconds) and ends.
-PROGRAM_WAIT_S = 60.0
 
 # --- logs ---------------------------------------------------------------------------------------
 # The agent's own progress lines (parsed task, token signed, policy errors, CompleteRollout).
@@ -81,17 +71,6 @@ LIVE_LOG_LIMIT = 100
 REWARD_IN_TEXT = re.compile(r'"reward"\s*:\s*(-?\d+(?:\.\d+)?)')
 RUNTIME_ARN = re.compile(r"^arn:aws[a-z-]*:bedrock-agentcore:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):runtime/(?P<id>[A-Za-z0-9_-]+)$")
 
-# The walkthrough's broken decorator stack: the handler is wrapped for the training service but
-# nothing creates a BedrockAgentCoreApp, so running the file starts no HTTP server at all.
-NO_ENTRYPOINT_PROGRAM = '''\
-from sagemaker.train.rft import sagemaker_rft_handler
-
-
-@sagemaker_rft_handler
-def handle_rollout(payload):
-    return {"reward": -1.5}
-'''
-NO_SERVER_NAME = "WordleMTRL_NoEntrypoint"
 
 
 # ----------------------------------------------------------------------------------- the payload
@@ -127,7 +106,7 @@ def caller_account(session: Any | None = None) -> str:
 def runtime_region(runtime_arn: str) -> str:
     match = RUNTIME_ARN.match(runtime_arn or "")
     if not match:
-        raise ValueError(f"{iam.mask_account(runtime_arn)!r} is not an AgentCore runtime ARN (…:runtime/<name>-<id>)")
+        raise ValueError(f"{naming.mask_account(runtime_arn)!r} is not an AgentCore runtime ARN (…:runtime/<name>-<id>)")
     return match["region"]
 
 
@@ -163,135 +142,32 @@ def local_runtime(*, start: bool = True, name: str | None = None) -> Any:
     """
     if config.is_live():
         raise RuntimeError("local_runtime() is offline only; live, invoke the runtime agentcore deploy created (find_runtime_arn())")
-    from mtrl_course.aws import offline_backend
-    from mtrl_course.local import runner
-    from mtrl_course.local.runtime import LocalAgentRuntime, runtime_id_for
     from wordle_agent.rollout import RUNTIME_ENDPOINT_ENV
 
+    from mtrl_course import aws, local
+
+    aws.session()  # starts the offline backend if nothing has yet
+
     name = name or deploy.deployed_runtime_name()
-    emulator = runner.job_runtime().serve()
+    emulator = local.job_runtime().serve()
     variables = {item["name"]: item["value"] for item in deploy.agent_runtime(deploy.load_project()).get("envVars", [])}
     variables[RUNTIME_ENDPOINT_ENV] = emulator.endpoint
-    runtime_id = runtime_id_for(name)
-    for earlier in offline_backend().runtimes.all():
+    runtime_id = local.runtime_id_for(name)
+    for earlier in local.local_runtimes():
         if earlier.runtime_id == runtime_id:
             earlier.close()
-    runtime = LocalAgentRuntime(name=name, env=variables)
+    runtime = local.agent_runtime(name, variables)
     return runtime.start() if start else runtime
 
 
-class NoServerRuntime:
-    """Offline: a runtime whose program never serves HTTP, as with the handler alone.
 
-    `start()` runs `NO_ENTRYPOINT_PROGRAM` as its own process, the way AgentCore runs the
-    entrypoint file: it defines the `@sagemaker_rft_handler` function and ends, listening on no
-    port. An invocation waits `init_timeout` seconds for the port, then fails with AgentCore's
-    RuntimeClientError, as the deployed runtime fails after 30 s. Registered with the offline
-    backend like any local runtime; `close()` stops the program and unregisters.
-    """
+def __getattr__(name: str) -> Any:
+    # The no-server runtime is an offline stand-in (local.no_server); notebook 03 reaches it here.
+    if name in ("NoServerRuntime", "NO_ENTRYPOINT_PROGRAM", "OFFLINE_INIT_TIMEOUT_S", "NO_SERVER_NAME"):
+        from mtrl_course import local
 
-    def __init__(self, name: str = NO_SERVER_NAME, *, init_timeout: float = OFFLINE_INIT_TIMEOUT_S):
-        if config.is_live():
-            raise RuntimeError("NoServerRuntime is offline only")
-        from mtrl_course.aws import offline_backend
-        from mtrl_course.local.runtime import runtime_id_for
-
-        self.name = name
-        self.init_timeout = float(init_timeout)
-        self.runtime_id = runtime_id_for(name)
-        self.arn = f"arn:aws:bedrock-agentcore:{config.OFFLINE_REGION}:{config.MOTO_ACCOUNT}:runtime/{self.runtime_id}"
-        self.port = _free_port()
-        self._process: subprocess.Popen | None = None
-        self._lock = threading.Lock()
-        offline_backend().register_runtime(self)
-
-    def start(self) -> NoServerRuntime:
-        with self._lock:
-            if self._process is None:
-                env = {**os.environ, "PORT": str(self.port)}
-                self._process = subprocess.Popen(
-                    [sys.executable, "-c", NO_ENTRYPOINT_PROGRAM],
-                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                )
-        return self
-
-    def program_status(self) -> str:
-        """What the runtime's program is doing: still starting, or ended without serving."""
-        if self._process is None:
-            return "not started"
-        code = self._process.poll()
-        listening = _port_open(self.port)
-        if code is None:
-            return "running, " + ("listening on its port" if listening else "not listening on any port")
-        return f"ended with exit code {code}, having never listened on a port"
-
-    def wait(self, timeout: float = PROGRAM_WAIT_S) -> str:
-        """Wait up to `timeout` seconds for the program to end; returns `program_status()`."""
-        process = self._process
-        if process is not None:
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
-        return self.program_status()
-
-    def invoke_http(self, payload: bytes, session_id: str, *, content_type: str = "", accept: str | None = None) -> tuple[int, str, bytes]:
-        from mtrl_course.local.runtime import INIT_TIMEOUT_MESSAGE
-        from mtrl_course.local.service import ServiceError
-
-        deadline = time.monotonic() + self.init_timeout
-        while time.monotonic() < deadline:
-            if _port_open(self.port):  # never, for this program; a server would be forwarded to here
-                raise ServiceError("RuntimeClientError", "NoServerRuntime found a server it did not expect", 424)
-            time.sleep(PORT_POLL_S)
-        raise ServiceError("RuntimeClientError", INIT_TIMEOUT_MESSAGE.format(seconds=self.init_timeout), 424)
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "agentRuntimeArn": self.arn,
-            "agentRuntimeId": self.runtime_id,
-            "agentRuntimeVersion": "1",
-            "agentRuntimeName": self.name,
-            "description": "Offline stand-in: an entrypoint without @app.entrypoint (never serves HTTP)",
-            "status": "READY",
-        }
-
-    def describe(self) -> dict[str, Any]:
-        return self.summary()
-
-    def stop(self) -> None:
-        with self._lock:
-            process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(PROGRAM_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-
-    def close(self) -> None:
-        from mtrl_course.aws import offline_backend
-
-        self.stop()
-        offline_backend().unregister_runtime(self.arn)
-
-    def __enter__(self) -> NoServerRuntime:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _port_open(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.settimeout(PORT_POLL_S)
-        return probe.connect_ex(("127.0.0.1", port)) == 0
+        return getattr(local, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ------------------------------------------------------------------------------- the invocation
@@ -337,13 +213,13 @@ class SmokeResult:
             "reward": self.reward if self.reward is not None else "-",
             "error": f"{self.error_code}: {self.error_message}" if self.error_code else "-",
         }
-        return {key: iam.mask_account(value) if isinstance(value, str) else value for key, value in rows.items()}
+        return {key: naming.mask_account(value) if isinstance(value, str) else value for key, value in rows.items()}
 
     def log_table(self, max_chars: int = LOG_MESSAGE_CHARS) -> list[dict[str, str]]:
         """The log lines as rows (source, level, message), shortened, accounts masked, timings blanked."""
         rows = []
         for line in self.logs:
-            message = VOLATILE.sub("elapsed=…", iam.mask_account(line.message))
+            message = VOLATILE.sub("elapsed=…", naming.mask_account(line.message))
             if len(message) > max_chars:
                 message = message[: max_chars - 1] + "…"
             rows.append({"source": line.source, "level": line.level, "message": message})
@@ -418,7 +294,12 @@ def invoke_smoke(
     Offline, the runtime's log lines during the call are in `logs`.
     """
     from botocore.config import Config
-    from botocore.exceptions import ClientError, ConnectTimeoutError, ParamValidationError, ReadTimeoutError
+    from botocore.exceptions import (
+        ClientError,
+        ConnectTimeoutError,
+        ParamValidationError,
+        ReadTimeoutError,
+    )
 
     body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     try:
@@ -479,7 +360,7 @@ def runtime_log_group(runtime_arn: str, qualifier: str = DEFAULT_QUALIFIER) -> s
     """The CloudWatch log group of a runtime endpoint (aws-docs.md §1.5)."""
     match = RUNTIME_ARN.match(runtime_arn or "")
     if not match:
-        raise ValueError(f"{iam.mask_account(runtime_arn)!r} is not an AgentCore runtime ARN")
+        raise ValueError(f"{naming.mask_account(runtime_arn)!r} is not an AgentCore runtime ARN")
     return LOG_GROUP_FORMAT.format(runtime_id=match["id"], qualifier=qualifier)
 
 
@@ -495,7 +376,7 @@ def runtime_logs(
         events = logs.filter_log_events(logGroupName=group, startTime=int(since * 1000), limit=limit)["events"]
     except Exception as error:
         code = getattr(error, "response", {}).get("Error", {}).get("Code", type(error).__name__)
-        raise LookupError(f"cannot read the runtime's log group {iam.mask_account(group)}: {code}") from None
+        raise LookupError(f"cannot read the runtime's log group {naming.mask_account(group)}: {code}") from None
     return [LogLine(CLOUDWATCH_SOURCE, "", event["message"].strip()) for event in events]
 
 

@@ -6,8 +6,8 @@ the course: what a clue-respecting player with the full answer list can do. It i
 policy and not a stand-in for one.
 
 `play` runs one game with a real `WordleGame` and nothing else (no agent, no HTTP);
-`play_through_handler` runs the same solver through the real rollout handler, in-process, via
-the solver-backed Strands model in `mtrl_course.local.solver_model`. The two must agree.
+`mtrl_course.local.play_through_handler` runs the same solver through the real rollout handler,
+in-process, via the solver-backed Strands model in `mtrl_course.local.solver_model`. The two must agree.
 
 Speed: the solver needs every allowed guess scored against every answer once (about 11k x 3.5k
 one-byte patterns). That matrix is built on first use, kept for the life of the process, and
@@ -29,12 +29,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from wordle_agent.game import MAX_GUESSES, WordleGame, score_guess
+from wordle_agent.words import ALLOWED, ANSWERS, ENTROPY
 
 from mtrl_course import config
-from mtrl_course.patterns import ALL_GREEN, encode, pattern_matrix
-from wordle_agent.game import MAX_GUESSES, WordleGame, score_guess
-from wordle_agent.reward import SUCCESS_THRESHOLD
-from wordle_agent.words import ALLOWED, ANSWERS, ENTROPY
+from mtrl_course.feedback_arrays import ALL_GREEN, encode, pattern_matrix
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +67,7 @@ _MATRICES_LOCK = threading.Lock()
 
 
 def marks_to_code(marks: Sequence[str] | str) -> int:
-    """The pattern integer (see `mtrl_course.patterns`) for five G/Y/X marks."""
+    """The pattern integer (see `mtrl_course.feedback_arrays`) for five G/Y/X marks."""
     letters = [str(m).strip().upper() for m in marks]
     if len(letters) != 5 or any(m not in MARK_DIGITS for m in letters):
         raise ValueError(f"marks must be five of G, Y, X; got {marks!r}")
@@ -132,7 +131,7 @@ def _row_entropies(patterns: np.ndarray) -> np.ndarray:
 
     With n columns and bucket sizes c, H = log2(n) - sum(c * log2(c)) / n, and c * log2(c) comes
     from a lookup table over 0..n. One `bincount` plus one table gather is about 10x faster than
-    `patterns.entropies` (`add.at`, then logs of every cell) on the second turn's block of 11k
+    `feedback_arrays.entropies` (`add.at`, then logs of every cell) on the second turn's block of 11k
     rows by a few hundred columns, which is the solver's hot spot.
     """
     n_rows, n_cols = patterns.shape
@@ -328,7 +327,7 @@ def default_solver() -> EntropySolver:
     return _DEFAULT_SOLVER
 
 
-def _frame(rows: list[dict]) -> pd.DataFrame:
+def results_frame(rows: list[dict]) -> pd.DataFrame:
     columns = [*GameRecord.__dataclass_fields__, "seconds"]
     frame = pd.DataFrame(rows, columns=columns)
     frame["guesses"] = frame["guesses"].map(" ".join)
@@ -344,7 +343,7 @@ def play_many(words: Iterable[str], solver: EntropySolver | None = None) -> pd.D
         start = time.perf_counter()
         record = play(word, solver)
         rows.append({**asdict(record), "seconds": time.perf_counter() - start})
-    return _frame(rows)
+    return results_frame(rows)
 
 
 def summarise(df: pd.DataFrame) -> dict:
@@ -397,7 +396,7 @@ class _DropRecords(logging.Filter):
 
 
 @contextlib.contextmanager
-def _quiet_missing_metadata() -> Iterator[None]:
+def quiet_missing_metadata() -> Iterator[None]:
     target = logging.getLogger(SDK_FEEDBACK_LOGGER)
     drop = _DropRecords(SDK_NO_TRAJECTORY)
     target.addFilter(drop)
@@ -415,45 +414,3 @@ def handler_payload(answer: str, index: int = 0) -> dict:
         "id": f"{HANDLER_ID_PREFIX}{index}",
     }
     return {"prompt": json.dumps(task)}
-
-
-def play_through_handler(words: Iterable[str], solver: EntropySolver | None = None) -> pd.DataFrame:
-    """Play each word through the real rollout handler, in-process, with the solver as the policy.
-
-    Same columns as `play_many`. The handler returns only the reward (all the service ever
-    sees); the guesses, outcome and shaping score are read from the finished game through the
-    rollout's game-observer hook, and the reward column is the handler's own return value.
-    """
-    # Imported here: the handler pulls in the SageMaker SDK (seconds); the bare loop never needs it.
-    from mtrl_course.local.solver_model import solver_model_factory
-    from wordle_agent.main import handle_rollout
-    from wordle_agent.rollout import use_game_observer, use_model_factory
-
-    solver = solver or default_solver()
-    solver.matrix
-    finished: list = []
-    rows = []
-    with _quiet_missing_metadata(), use_game_observer(lambda _task, game: finished.append(game)):
-        for index, word in enumerate(words):
-            factory = solver_model_factory(solver)
-            finished.clear()
-            start = time.perf_counter()
-            with use_model_factory(factory):
-                result = handle_rollout(handler_payload(word, index))
-            seconds = time.perf_counter() - start
-            # The handler promises {"reward": float}; NaN marks a broken promise in the table.
-            reward = float(result.get("reward", "nan") if isinstance(result, dict) else "nan")
-            game = finished[-1] if finished else None
-            guesses = tuple(game.guesses) if game else tuple(factory.played_guesses())
-            rows.append(
-                {
-                    "answer": word.strip().upper(),
-                    "guesses": guesses,
-                    "solved": bool(game.solved) if game else bool(reward >= SUCCESS_THRESHOLD),
-                    "n_guesses": len(guesses),
-                    "reward": reward,
-                    "score": float(game.score) if game else float("nan"),
-                    "seconds": seconds,
-                }
-            )
-    return _frame(rows)

@@ -14,7 +14,7 @@ name globally unique), created on first use and tagged like every course resourc
 bucket whole, and only the course prefix inside a bucket of yours.
 
 Offline, the same calls reach moto's in-memory S3. Bucket names carry the account, so anything
-printed for a person goes through `iam.mask_account`.
+printed for a person goes through `naming.mask_account`.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from mtrl_course import config, iam
+from mtrl_course import config, naming
 
 BUCKET_ENV_VAR = "MTRL_BUCKET"
 # The top-level key prefix of everything the course writes, in any bucket.
-KEY_PREFIX = iam.NAME_PREFIX
+KEY_PREFIX = naming.NAME_PREFIX
 DATASETS_DIR = "datasets"
 OUTPUT_DIR = "output"
 DEFAULT_NOTEBOOK = "04"
@@ -62,7 +62,7 @@ class S3Object:
         return s3_uri(self.bucket, self.key)
 
     def row(self) -> dict[str, Any]:
-        return {"object": iam.mask_account(self.uri), "bytes": self.size}
+        return {"object": naming.mask_account(self.uri), "bytes": self.size}
 
 
 # --------------------------------------------------------------------------------- names and URIs
@@ -124,7 +124,7 @@ def is_course_bucket(name: str) -> bool:
 
 def course_prefix(run: str | None = None) -> str:
     """`mtrl-wordle/<run id>/`: the key prefix of everything this run writes."""
-    return f"{KEY_PREFIX}/{run or iam.run_id()}/"
+    return f"{KEY_PREFIX}/{run or naming.run_id()}/"
 
 
 def dataset_prefix(run: str | None = None) -> str:
@@ -183,7 +183,7 @@ def ensure_bucket(
         found = bucket_region(bucket, session)
         if found != region:
             raise ValueError(
-                f"bucket {iam.mask_account(bucket)} is in {found}, but your session (and the agent's "
+                f"bucket {naming.mask_account(bucket)} is in {found}, but your session (and the agent's "
                 f"runtime) is in {region}: use a bucket in {region} ({BUCKET_ENV_VAR}) or unset {BUCKET_ENV_VAR}"
             )
         return bucket
@@ -197,13 +197,13 @@ def ensure_bucket(
             "BlockPublicAcls": True, "IgnorePublicAcls": True, "BlockPublicPolicy": True, "RestrictPublicBuckets": True,
         },
     )
-    s3.put_bucket_tagging(Bucket=bucket, Tagging={"TagSet": iam.course_tags(notebook)})
+    s3.put_bucket_tagging(Bucket=bucket, Tagging={"TagSet": naming.course_tags(notebook)})
     return bucket
 
 
 # ------------------------------------------------------------------------------------- objects
 def _object_tagging(notebook: str) -> str:
-    return urlencode([(tag["Key"], tag["Value"]) for tag in iam.course_tags(notebook)])
+    return urlencode([(tag["Key"], tag["Value"]) for tag in naming.course_tags(notebook)])
 
 
 def upload_file(path: str | Path, uri: str, session: Any | None = None, *, notebook: str = DEFAULT_NOTEBOOK) -> S3Object:
@@ -274,7 +274,7 @@ def _delete_batch(s3: Any, bucket: str, batch: list[dict[str, str]]) -> int:
     if errors:
         first = errors[0]
         raise RuntimeError(
-            f"S3 refused to delete {len(errors)} object(s) in {iam.mask_account(bucket)}, e.g. "
+            f"S3 refused to delete {len(errors)} object(s) in {naming.mask_account(bucket)}, e.g. "
             f"{first.get('Key')}: {first.get('Code')} {first.get('Message')}"
         )
     return len(batch)

@@ -32,9 +32,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from mtrl_course import config, iam
+from mtrl_course import config, dataset, naming, service_spec
 
-MODEL_ID = "openai-reasoning-gpt-oss-20b"
+MODEL_ID = service_spec.GPT_OSS_20B
 # The walkthrough's only changes to gpt-oss-20b's defaults: 8192 is the service's maximum (at the
 # default 4096 the model often ran out of tokens while reasoning, before its first tool call),
 # and 640 rows at the default batch of 128 make 5 steps an epoch, so 100 steps need 20 epochs.
@@ -48,15 +48,17 @@ WALKTHROUGH_OVERRIDES: dict[str, Any] = {"sampling_max_tokens": 8192, "max_epoch
 OFFLINE_HYPERPARAMETERS: dict[str, Any] = {
     "global_batch_size": 32, "group_size": 8, "max_steps": 10, "max_epochs": 1, "val_every": 2, "learning_rate": 1e-5,
 }
-SERVICE_DEFAULTS = {"global_batch_size": 128, "group_size": 8, "max_steps": 50, "max_epochs": 1, "val_every": 10}
-JOB_CATEGORY = "AgentRFT"
+# The documented defaults of the settings the course's arithmetic uses (stated once, in service_spec).
+SERVICE_DEFAULTS = service_spec.training_defaults(("global_batch_size", "group_size", "max_steps", "max_epochs", "val_every"))
+JOB_CATEGORY = service_spec.TRAINING
 TERMINAL_STATUSES = ("Completed", "Failed", "Stopped")
 JOB_KIND = "train"  # job names: mtrl-wordle-train-<run id>-<timestamp> (the SDK adds the time)
 EXPERIMENT_NAME = "mtrl-wordle-training"
 DEFAULT_NOTEBOOK = "05"
 OFFLINE_POLL_S = 0.2
 LIVE_POLL_S = 60
-TRAINING_ROWS = 640  # the committed training split (dataset.DEFAULT_TRAIN)
+TRAINING_ROWS = dataset.DEFAULT_TRAIN  # the committed training split
+VALIDATION_ROWS = dataset.DEFAULT_VAL  # the committed validation split
 
 # What the walkthrough reports for its 100-step gpt-oss-20b run (us-east-1): cited, never derived
 # from prices, which our sources do not have.
@@ -127,7 +129,7 @@ def _trainer_class() -> Any:
 
 def job_base_name() -> str:
     """`mtrl-wordle-train-<run id>`: the SDK appends a timestamp to make each job's name."""
-    return iam.resource_name(JOB_KIND)
+    return naming.resource_name(JOB_KIND)
 
 
 def planned_hyperparameters(hyperparameters: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -141,7 +143,7 @@ def planned_hyperparameters(hyperparameters: Mapping[str, Any] | None = None) ->
 
 def _sdk_tags(notebook: str) -> list[dict[str, str]]:
     # sagemaker-core serialises tags from its own lower-case shape.
-    return [{"key": tag["Key"], "value": tag["Value"]} for tag in iam.course_tags(notebook)]
+    return [{"key": tag["Key"], "value": tag["Value"]} for tag in naming.course_tags(notebook)]
 
 
 def make_trainer(resources: Any, hyperparameters: Mapping[str, Any] | None = None, *,
@@ -300,9 +302,8 @@ def wait(job: Any, poll: float | None = None, *, echo: bool = True) -> Any:
 def _matches_offline_recipe(describe: Mapping[str, Any], resources: Any, expected: Mapping[str, Any]) -> bool:
     import json
 
-    from mtrl_course.local import hub, runner
-    from mtrl_course.local.policy import Adapter
-    from mtrl_course.local.service import ServiceError, resolve_hyperparameters
+    from mtrl_course import local, service_spec
+    from mtrl_course.errors import ServiceError
 
     document = json.loads(describe.get("JobConfigDocument") or "{}")
     settings = document.get("TrainingConfig") or {}
@@ -310,17 +311,19 @@ def _matches_offline_recipe(describe: Mapping[str, Any], resources: Any, expecte
     agent = (document.get("AgentConfig") or {}).get("BedrockAgentCoreConfig") or {}
     if channels != {"train": resources.train_s3_uri, "validation": resources.validation_s3_uri}:
         return False
-    if agent.get("AgentRuntimeArn") != resources.runtime_arn or hub.model_from_arn(settings.get("BaseModelArn") or "") != MODEL_ID:
+    if agent.get("AgentRuntimeArn") != resources.runtime_arn or service_spec.model_from_arn(settings.get("BaseModelArn") or "") != MODEL_ID:
         return False
     try:
-        sent = resolve_hyperparameters(settings.get("HyperParameters"), hub.training_spec(MODEL_ID), "HyperParameters")
+        sent = service_spec.resolve_hyperparameters(
+            settings.get("HyperParameters"), service_spec.training_spec(MODEL_ID), "HyperParameters"
+        )
     except ServiceError:
         return False
     if sent != expected:
         return False
     package = (document.get("ServiceOutput") or {}).get("OutputModelPackageArn")
-    path = runner.adapter_for_package(package, resources.adapter_dir) if package else None
-    return path is not None and path.is_file() and Adapter.load(path).seed == config.DEFAULT_SEED
+    path = local.adapter_file(package, resources.adapter_dir)
+    return path is not None and path.is_file() and local.load_adapter(path).seed == config.DEFAULT_SEED
 
 
 def find_trained_offline(resources: Any) -> str | None:
@@ -329,12 +332,10 @@ def find_trained_offline(resources: Any) -> str | None:
     It must still have its stand-in adapter on disk and the course's seed, so reusing it gives
     exactly what training again would.
     """
-    from mtrl_course import aws
-    from mtrl_course.local import hub
-    from mtrl_course.local.service import resolve_hyperparameters
+    from mtrl_course import aws, service_spec
 
-    expected = resolve_hyperparameters(
-        {k: str(v) for k, v in planned_hyperparameters().items()}, hub.training_spec(MODEL_ID), "HyperParameters"
+    expected = service_spec.resolve_hyperparameters(
+        {k: str(v) for k, v in planned_hyperparameters().items()}, service_spec.training_spec(MODEL_ID), "HyperParameters"
     )
     sagemaker = aws.session().client("sagemaker")
     token = None

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import wordle_agent
 from mtrl_course import config
-from mtrl_course.patterns import ALL_GREEN, encode, entropies, pattern_matrix
+from mtrl_course.feedback_arrays import ALL_GREEN, encode, entropies, pattern_matrix
 
 # ------------------------------------------------------------------------------------- sources
 SCOWL_DIR = Path("/usr/share/dict/scowl")

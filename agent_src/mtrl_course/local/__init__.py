@@ -1,7 +1,256 @@
-"""Offline stand-ins for the managed pieces, so the course runs on a laptop with no AWS account.
+"""The offline world behind one face: what step modules and notebooks may use of `local/`.
 
-Each module replaces one thing the live path gets from a service, behind the same interface the
-agent code already uses: `solver_model` (the reference solver as a Strands model provider) and
-`transcript` (reading a conversation back into clues) come first; later modules add the Job
-Runtime emulator and the stand-in policy. Nothing here is imported by `wordle_agent`.
+Offline, every managed piece of the course has a local stand-in in this package (the MTRL
+service, the Job Runtime, the AgentCore runtime, MLflow apps, pipelines, the hub, the stand-in
+policy). Step modules (`training`, `monitoring`, `smoke`, `resources`, `cleanup`, ...) and the
+notebooks reach them only through the functions below; the stand-ins themselves are reached by
+the AWS calls the course makes anyway, through the seam in `mtrl_course.aws`. Nothing in this
+package imports the seam or a step module (tests/test_design.py checks the rule).
+
+| you want to | call |
+|---|---|
+| the running offline backend (moto + every stand-in; `local.stack`) | `backend()` |
+| start the real agent app as a local AgentCore runtime | `agent_runtime(name, env)`, `runtime_id_for(name)` |
+| a runtime whose program never serves HTTP (notebook 03) | `NoServerRuntime(...)` |
+| the Job Runtime emulator the agent samples from | `job_runtime()` |
+| choose how offline jobs run (fast lane or full HTTP path) and inject a fault | `install_runners(lane=...)`, `injected_fault(kind)` |
+| find, load or replay a trained stand-in adapter | `adapter_file`, `load_adapter`, `StandInPlayer` |
+| the reference solver through the real handler | `play_through_handler(words)` |
+| what the agent sends its policy under runtime settings; serve and invoke once | `agent_requests`, `serve_and_invoke_once` |
+| jobs this process runs; forget deleted model packages | `running_jobs(category)`, `forget_model_packages(arns)` |
+
+Imports are deferred so that importing this face costs nothing until a function is called.
 """
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mtrl_course.local.policy import Adapter
+    from mtrl_course.local.runtime import LocalAgentRuntime
+    from mtrl_course.local.stack import OfflineBackend
+
+# The runner's lanes and faults, restated here so callers need not import the runner.
+LANE_FAST, LANE_FULL = "fast", "full"
+# The name a local runtime gets when none is given (local.runtime.DEFAULT_NAME).
+DEFAULT_RUNTIME_NAME = "WordleMTRL"
+
+
+def backend() -> OfflineBackend:
+    """The process's running offline backend (the seam starts it on the first AWS session)."""
+    from mtrl_course.local.stack import active
+
+    return active()
+
+
+def runtime_id_for(name: str) -> str:
+    """The AgentCore runtime id a runtime called `name` gets (`<name>-<10 characters>`)."""
+    from mtrl_course.local.runtime import runtime_id_for as _runtime_id_for
+
+    return _runtime_id_for(name)
+
+
+def agent_runtime(name: str = DEFAULT_RUNTIME_NAME, env: Mapping[str, str] | None = None, *, register: bool = True) -> LocalAgentRuntime:
+    """A local AgentCore runtime serving the real agent app (not started yet: call `.start()`)."""
+    from mtrl_course.local.runtime import LocalAgentRuntime
+
+    return LocalAgentRuntime(name=name, env=dict(env or {}), register=register)
+
+
+def local_runtimes() -> list[Any]:
+    """Every runtime registered with the offline backend (what GetAgentRuntime can find)."""
+    return list(backend().runtimes.all())
+
+
+def get_runtime(arn: str) -> Any | None:
+    return backend().runtimes.get(arn)
+
+
+def job_runtime() -> Any:
+    """The process's Job Runtime emulator, attached to the backend and trusting its credentials."""
+    from mtrl_course.local import runner
+
+    return runner.job_runtime()
+
+
+def install_runners(*, lane: str = LANE_FAST, adapter_dir: Path | None = None, fault: str | None = None,
+                    fault_step: int = 1, **options: Any) -> None:
+    """Choose how this process's offline jobs run: the lane, where adapters go, and an optional fault.
+
+    `fault` is one of the runner's FAULTS (e.g. "runtime_restart"), injected at `fault_step`.
+    Installing again replaces the earlier choice (install without a fault to clear one).
+    """
+    from mtrl_course.local import runner
+
+    if adapter_dir is not None:
+        options["adapter_dir"] = adapter_dir
+    runner.install(backend().service, lane=lane, fault=fault, fault_step=fault_step, **options)
+
+
+@contextlib.contextmanager
+def injected_fault(fault: str, *, step: int = 1, adapter_dir: Path | None = None) -> Iterator[None]:
+    """Offline jobs started inside the block meet `fault` at `step`; the usual runners come back after.
+
+    The faults are the service's failure modes the walkthrough names (the runner's FAULTS):
+    a runtime restarted mid-job, rollouts whose sampling is refused, an agent error, a rollout
+    that reports no reward.
+    """
+    install_runners(fault=fault, fault_step=step, adapter_dir=adapter_dir)
+    try:
+        yield
+    finally:
+        install_runners(adapter_dir=adapter_dir)
+
+
+def runner_ready(category: str) -> bool:
+    """True when this process's local service has a runner installed for `category`."""
+    return backend().service.runner(category) is not None
+
+
+def running_jobs(category: str | None = None) -> list[str]:
+    """Names of the jobs this process runs that are InProgress or Stopping."""
+    return sorted(job.name for job in backend().service.running_here(category))
+
+
+def forget_model_packages(package_arns: Iterable[str]) -> None:
+    """Tell the local service these model packages were deleted (it re-registers finished jobs' otherwise)."""
+    backend().service.forget_model_packages(list(package_arns))
+
+
+def mlflow_app_registry() -> Any:
+    """The offline MLflow apps (`info(arn)` gives an app's local tracking URI)."""
+    return backend().mlflow
+
+
+def adapter_file(package_arn: str | None, directory: Path) -> Path | None:
+    """Where the stand-in adapter of a model package is stored under `directory`, if known."""
+    from mtrl_course.local import runner
+
+    return runner.adapter_for_package(package_arn, directory) if package_arn else None
+
+
+def load_adapter(path: str | Path) -> Adapter:
+    """Read a stand-in adapter package (ValueError naming the file if it is not one)."""
+    from mtrl_course.local.policy import Adapter
+
+    return Adapter.load(path)
+
+
+class StandInPlayer:
+    """Plays games with one stand-in adapter through the real handler, in this process.
+
+    Each game goes through the real `run_rollout` (Strands agent, tool, reward) with the stand-in
+    behind a private Job Runtime emulator, as the job's validation plays it.
+    """
+
+    def __init__(self, adapter: Adapter, *, seed: int, job_arn: str):
+        from mtrl_course.local.jobruntime import JobRuntimeEmulator
+        from mtrl_course.local.policy import StandInPolicy
+
+        self.job_arn = job_arn
+        self.emulator = JobRuntimeEmulator()
+        self.emulator.register_job(job_arn, StandInPolicy(adapter, seed=seed))
+
+    def play(self, trajectory_id: str, task: str, *, rng_key: Sequence[int], temperature: float = 0.0) -> Any:
+        from mtrl_course.local import fastlane
+
+        self.emulator.start_trajectory(self.job_arn, trajectory_id, rng_key=list(rng_key))
+        return fastlane.play_episode(self.emulator, self.job_arn, trajectory_id, task, temperature=temperature)
+
+
+def agent_requests(task: str, environments: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, Any]]:
+    """What the agent sends its policy on the first turn under each set of runtime variables.
+
+    Plays `task` once per entry of `environments` (label -> variables such as REASONING_EFFORT)
+    through the real `run_rollout`, with the reference solver as the policy, and records the
+    system prompt and the request parameters of its first model call. The agent's own variables
+    are cleared first, so each entry is exactly what a runtime with those variables would send.
+    """
+    from wordle_agent import rollout
+
+    from mtrl_course import config
+    from mtrl_course.local.solver_model import SolverPolicyModel
+
+    seen: dict[str, dict[str, Any]] = {}
+
+    class Recording(SolverPolicyModel):
+        def stream(self, messages: Any, tool_specs: Any = None, system_prompt: str | None = None, **kwargs: Any) -> Any:
+            seen[label].setdefault("system prompt", system_prompt)
+            return super().stream(messages, tool_specs, system_prompt, **kwargs)
+
+    def factory(endpoint: str, params: dict) -> Recording:
+        seen[label].setdefault("request parameters", dict(params))
+        return Recording()
+
+    agent_variables = (rollout.REASONING_EFFORT_ENV, rollout.REASONING_PROMPT_HINT_ENV)
+    for label, variables in environments.items():
+        seen[label] = {}
+        with config.environment(variables, unset=agent_variables), rollout.use_model_factory(factory):
+            rollout.run_rollout({"prompt": task})
+    return seen
+
+
+def serve_and_invoke_once(task: str, runtime_env: Mapping[str, str], *, job_arn: str, rollout_id: str,
+                          session: Any) -> tuple[Any, Any, list[str]]:
+    """Serve the real agent app on loopback, invoke it once through boto3, and stop it.
+
+    The untrained stand-in policy answers behind the process's Job Runtime emulator, so the
+    rollout really plays and reports. Returns the Job Runtime's record of the trajectory, the
+    finished game and the lines worth printing (ARN, /ping, the invocation's answer, and whether
+    the runtime still serves after it is stopped).
+    """
+    import json
+
+    import httpx
+    from wordle_agent import rollout
+
+    from mtrl_course.local.policy import StandInPolicy
+
+    emulator = job_runtime().serve()
+    emulator.register_job(job_arn, StandInPolicy())
+    served = agent_runtime(DEFAULT_RUNTIME_NAME, {**runtime_env, rollout.RUNTIME_ENDPOINT_ENV: emulator.endpoint}).start()
+    games: list[Any] = []
+    lines = [f"runtime ARN: {served.arn}"]
+    try:
+        lines.append(f"GET /ping -> status {httpx.get(served.url + '/ping').json()['status']}")
+        with rollout.use_game_observer(lambda task_id, game: games.append(game)):
+            answer = session.client("bedrock-agentcore").invoke_agent_runtime(
+                agentRuntimeArn=served.arn,
+                runtimeSessionId=f"mtrl-wordle-02-{rollout_id}-session",  # AgentCore wants 33+ characters
+                payload=json.dumps({"prompt": task, "metadata": {"jobArn": job_arn, "rolloutId": rollout_id}}),
+            )
+        lines.append(f"POST /invocations -> HTTP {answer['statusCode']}: {answer['response'].read().decode()}")
+        record = emulator.trajectory(job_arn, rollout_id)
+    finally:
+        served.close()
+        emulator.stop()
+    lines.append(f"runtime serving after stop: {served.serving}")
+    return record, games[0] if games else None, lines
+
+
+def play_through_handler(words: Iterable[str], solver: Any = None) -> Any:
+    """The reference solver through the real rollout handler, in-process (a DataFrame per word)."""
+    from mtrl_course.local.solver_model import play_through_handler as _play
+
+    return _play(words, solver)
+
+
+def __getattr__(name: str) -> Any:
+    # Classes and constants a caller may need by name, loaded on first use.
+    if name in ("NoServerRuntime", "NO_ENTRYPOINT_PROGRAM", "OFFLINE_INIT_TIMEOUT_S", "NO_SERVER_NAME"):
+        from mtrl_course.local import no_server
+
+        return getattr(no_server, name)
+    if name in ("INIT_TIMEOUT_MESSAGE",):
+        from mtrl_course.local import runtime
+
+        return getattr(runtime, name)
+    if name in ("FAULTS", "FAULT_AUTH", "FAULT_AGENT_ERROR", "FAULT_MISSING_REWARD", "FAULT_RESTART"):
+        from mtrl_course.local import runner
+
+        return getattr(runner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

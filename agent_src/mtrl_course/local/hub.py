@@ -16,20 +16,25 @@ unknown model does.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mtrl_course.local.service import ServiceError
+from mtrl_course.errors import ServiceError
+from mtrl_course.service_spec import (
+    EVALUATION_SPEC,
+    HUB_CONTENT_TYPE,
+    HUB_CONTENT_VERSION,
+    HUB_NAME,
+    MODELS,
+    TRAINING_SPEC,
+    hub_arn,
+    hub_content_arn,
+    require_model,
+)
 
-HUB_NAME = "SageMakerPublicHub"
-HUB_CONTENT_TYPE = "Model"
-HUB_CONTENT_VERSION = "1.0.0"
 HUB_DOCUMENT_SCHEMA_VERSION = "2.0.0"
-# Public-hub ARNs name the owner "aws" instead of an account id.
-HUB_OWNER = "aws"
 # The real specs live in AWS-owned buckets; offline they go into this moto bucket.
 HUB_BUCKET = "mtrl-course-offline-public-hub"
 TRAINING_TECHNIQUE = "MTRL"
@@ -41,81 +46,6 @@ EVALUATION_KEYWORD = "@recipe:evaluation_mtrlevaluation"
 # The hub's "creation time" for the offline documents: fixed, so outputs are reproducible.
 HUB_CREATION_TIME = dt.datetime(2026, 6, 2, tzinfo=dt.timezone.utc)
 
-GPT_OSS_20B = "openai-reasoning-gpt-oss-20b"
-NOVA_LITE_2 = "nova-textgeneration-lite-v2"
-# Model id -> (display name, Regions it is offered in), from aws-docs.md §1.2.
-MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
-    GPT_OSS_20B: ("GPT-OSS-20B", ("us-east-1", "us-west-2")),
-    NOVA_LITE_2: ("Nova Lite 2.0", ("us-east-1", "us-west-2")),
-}
-UNPUBLISHED_MODELS = ("Gemma-4-31B-it", "Qwen 3.6 27B")
-
-# Training hyperparameters: aws-docs.md §1.3 (dg/model-customize-mtrl-hyperparams.html, the
-# "recipe defaults" table). The spec format is the one FineTuningOptions reads:
-# {name: {type, default, min, max, enum}}; bounds are inclusive except where `min_exclusive`
-# says otherwise (FineTuningOptions ignores that key; the local service enforces it).
-# Left out on purpose:
-# - `model_name_or_path` ("required"): the service derives it from BaseModelArn;
-# - the validation copy of `sampling_max_tokens` (val_sampling_params): the table gives it the
-#   same flat name as the rollout one, and its distinct flat name is not documented.
-# The learning-rate default is the table's 4e-5; a third-party Wordle sample calls 1e-5 the
-# documented default for both models (aws-docs.md §1.3 CONFLICT). Check get_info() live.
-ADVANTAGE_METHODS = (
-    "monte_carlo", "group_based", "group_based_per_turn", "rloo", "reinforce_pp",
-    "reinforce_pp_baseline", "opo", "grpo_passk", "gpg",
-)
-LOSS_FUNCTIONS = ("importance_sampling", "ppo", "cispo")
-PASS_K_VALUES = [1, 2, 4, 8, 16, 32]
-TRAINING_SPEC: dict[str, dict[str, Any]] = {
-    "global_batch_size": {"type": "integer", "default": 128, "enum": [32, 64, 128]},
-    "group_size": {"type": "integer", "default": 8, "min": 2, "max": 32},
-    "advantage_method": {"type": "string", "default": "group_based", "enum": list(ADVANTAGE_METHODS)},
-    "loss_fn": {"type": "string", "default": "ppo", "enum": list(LOSS_FUNCTIONS)},
-    "clip_low_threshold": {"type": "float", "default": 0.8, "min": 0.0, "max": 1.0},
-    "clip_high_threshold": {"type": "float", "default": 1.2, "min": 1.0, "max": 10.0},
-    "temperature": {"type": "float", "default": 1.0, "min": 0.0, "max": 2.0},
-    "sampling_top_p": {"type": "float", "default": 1.0, "min": 0.0, "max": 1.0},
-    "sampling_max_tokens": {"type": "integer", "default": 4096, "min": 512, "max": 8192},
-    "pass_k_values": {"type": "list", "default": PASS_K_VALUES},
-    "success_threshold": {"type": "float", "default": 1.0},
-    "max_epochs": {"type": "integer", "default": 1, "min": 1, "max": 30},
-    "max_steps": {"type": "integer", "default": 50, "min": 1, "max": 1000},
-    "val_every": {"type": "integer", "default": 10, "min": 0, "max": 100},
-    "lora_rank": {"type": "integer", "default": 32, "min": 16, "max": 64},
-    "lora_alpha": {"type": "integer", "default": 64, "min": 16, "max": 128},
-    "learning_rate": {"type": "float", "default": 4e-05, "min": 0.0, "max": 0.01, "min_exclusive": True},
-    "adam_beta1": {"type": "float", "default": 0.9, "min": 0.0, "max": 0.999999},
-    "adam_beta2": {"type": "float", "default": 0.95, "min": 0.0, "max": 0.999999},
-    "adam_eps": {"type": "float", "default": 1e-08, "min": 1e-16, "max": 0.01},
-    "adam_weight_decay": {"type": "float", "default": 0.0, "min": 0.0, "max": 1.0},
-    "adam_grad_clip_norm": {"type": "float", "default": 1.0, "min": 0.0, "max": 100.0},
-    "rollout_max_concurrency": {"type": "integer", "default": 96, "min": 32, "max": 96},
-    "rollout_timeout": {"type": "integer", "default": 600, "min": 300, "max": 86400},
-    "rollout_max_retries": {"type": "integer", "default": 3, "min": 1, "max": 10},
-    "max_steps_off_policy": {"type": "integer", "default": 3, "min": 0, "max": 10},
-}
-
-# Evaluation hyperparameters: aws-docs.md §1.8 (dg/model-customize-mtrl-evaluation.html). The
-# docs nest them (batch / eval_metrics_config / eval_sampling_params / rollout); the flat names
-# are the ones a third-party sample reports the live API accepts. The docs give defaults only:
-# the sampling and rollout ranges are borrowed from the training table, and eval_group_size gets
-# the training group_size's upper bound. Note that the SDK's evaluator forwards only
-# eval_group_size, sampling_temperature, top_p, max_tokens, pass_k_values and
-# success_threshold (sdk.md §4.4), so with these names it silently drops the sampling settings.
-EVALUATION_SPEC: dict[str, dict[str, Any]] = {
-    "eval_group_size": {**TRAINING_SPEC["group_size"], "default": 1, "min": 1},
-    "temperature": {**TRAINING_SPEC["temperature"], "default": 0.0},
-    **{name: dict(TRAINING_SPEC[name]) for name in (
-        "sampling_top_p", "sampling_max_tokens", "pass_k_values", "success_threshold",
-        "rollout_timeout", "rollout_max_concurrency", "rollout_max_retries",
-    )},
-}
-# The names MultiTurnRLEvaluator emits for three of them (accepted by the local service).
-EVALUATION_ALIASES = {
-    "sampling_temperature": "temperature",
-    "top_p": "sampling_top_p",
-    "max_tokens": "sampling_max_tokens",
-}
 
 TRAINING_SPEC_KEY = "mtrl/{model}/mtrl_lora_override_params.json"
 TRAINING_RECIPE_KEY = "mtrl/{model}/mtrl_lora_recipe.yaml"
@@ -124,43 +54,6 @@ EVALUATION_RECIPE_KEY = "mtrl/{model}/mtrl_evaluation_recipe.yaml"
 # The recipe templates are never read by the MTRL trainer or evaluator (checked by running them);
 # the objects exist so the documents' URIs resolve.
 RECIPE_PLACEHOLDER = "# Offline stand-in: the MTRL service runs the recipe; nothing here is read.\n"
-
-
-def hub_arn(region: str) -> str:
-    return f"arn:aws:sagemaker:{region}:{HUB_OWNER}:hub/{HUB_NAME}"
-
-
-def hub_content_arn(region: str, model: str, version: str = HUB_CONTENT_VERSION) -> str:
-    return f"arn:aws:sagemaker:{region}:{HUB_OWNER}:hub-content/{HUB_NAME}/{HUB_CONTENT_TYPE}/{model}/{version}"
-
-
-def model_from_arn(arn: str) -> str | None:
-    """The model id inside a hub-content ARN (`.../Model/<id>[/<version>]`), or None."""
-    marker = f":hub-content/{HUB_NAME}/{HUB_CONTENT_TYPE}/"
-    if marker not in arn:
-        return None
-    return arn.split(marker, 1)[1].split("/", 1)[0] or None
-
-
-def training_spec(model: str) -> dict[str, dict[str, Any]]:
-    """The training hyperparameter spec for a served model (a copy; the docs give one table)."""
-    _require_model(model)
-    return copy.deepcopy(TRAINING_SPEC)
-
-
-def evaluation_spec(model: str) -> dict[str, dict[str, Any]]:
-    _require_model(model)
-    return copy.deepcopy(EVALUATION_SPEC)
-
-
-def _require_model(model: str) -> None:
-    if model not in MODELS:
-        raise ServiceError(
-            "ResourceNotFound",
-            f"Hub content {model!r} of type {HUB_CONTENT_TYPE} does not exist in hub {HUB_NAME}. "
-            f"The offline hub serves {', '.join(MODELS)}; the hub ids of "
-            f"{' and '.join(UNPUBLISHED_MODELS)} are not public.",
-        )
 
 
 def _document(model: str) -> dict[str, Any]:
@@ -229,7 +122,7 @@ class LocalHub:
             raise ServiceError("ResourceNotFound", f"Hub {hub} does not exist.")
         if kind != HUB_CONTENT_TYPE:
             raise ServiceError("ResourceNotFound", f"Hub content {model!r} of type {kind} does not exist in hub {HUB_NAME}.")
-        _require_model(model)
+        require_model(model)
         if region not in MODELS[model][1]:
             raise ServiceError("ResourceNotFound", f"Hub content {model!r} is not available in {region}.")
         version = params.get("HubContentVersion") or HUB_CONTENT_VERSION

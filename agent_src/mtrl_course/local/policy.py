@@ -74,7 +74,7 @@ import numpy as np
 
 from mtrl_course.local.jobruntime import chat_completion
 from mtrl_course.local.transcript import Clue, clues_from_texts, is_over
-from mtrl_course.patterns import encode, entropies
+from mtrl_course.feedback_arrays import encode, entropies
 from wordle_agent.game import Knowledge
 
 LABEL = "stand-in policy"
@@ -528,7 +528,7 @@ class StandInPolicy:
             knowledge.update(word, marks)
             row = vocab.row_of.get(word)
             if row is None:  # a word outside the lists (typed by hand): score it on the fly
-                from mtrl_course.patterns import pattern_matrix
+                from mtrl_course.feedback_arrays import pattern_matrix
 
                 mask &= pattern_matrix([word], vocab.answers)[0] == _pattern_code(marks)
             else:

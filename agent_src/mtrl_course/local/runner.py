@@ -168,7 +168,7 @@ def job_runtime() -> JobRuntimeEmulator:
     attached to the backend, so boto3 `sagemakerjobruntime` calls reach it too.
     """
     global _EMULATOR
-    from mtrl_course.aws import offline_backend
+    from mtrl_course.local.stack import active as offline_backend
 
     backend = offline_backend()
     with _EMULATOR_LOCK:
@@ -247,7 +247,7 @@ class _JobSession:
 
     def __init__(self, job: ReportingJob, options: RunnerOptions, policy: StandInPolicy, max_concurrency: int,
                  timeout_s: float, max_retries: int) -> None:
-        from mtrl_course.aws import offline_backend
+        from mtrl_course.local.stack import active as offline_backend
 
         self.job = job
         self.options = options
@@ -788,7 +788,7 @@ def install(service: Any = None, **options: Any) -> None:
     from mtrl_course.local.service import EVALUATION, TRAINING
 
     if service is None:
-        from mtrl_course.aws import offline_backend
+        from mtrl_course.local.stack import active as offline_backend
 
         service = offline_backend().service
     service.set_runner(TRAINING, make_training_runner(**options))

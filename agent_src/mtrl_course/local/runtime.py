@@ -135,7 +135,7 @@ class LocalAgentRuntime:
         self._saved_env: dict[str, str | None] = {}
         self.registered = (not config.is_live()) if register is None else register
         if self.registered:
-            from mtrl_course.aws import offline_backend
+            from mtrl_course.local.stack import active as offline_backend
 
             offline_backend().register_runtime(self)
 
@@ -270,7 +270,7 @@ class LocalAgentRuntime:
         """Stop and unregister from the offline backend."""
         self.stop()
         if self.registered:
-            from mtrl_course.aws import offline_backend
+            from mtrl_course.local.stack import active as offline_backend
 
             offline_backend().unregister_runtime(self.arn)
             self.registered = False

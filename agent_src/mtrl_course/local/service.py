@@ -25,12 +25,10 @@ Where the real behaviour is not documented this module guesses, and says so at t
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import json
 import logging
 import math
-import os
 import re
 import sys
 import tempfile
@@ -38,21 +36,44 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-logger = logging.getLogger(__name__)
+from mtrl_course import service_spec
+from mtrl_course.errors import ServiceError, coral_errors, validation_error
+from mtrl_course.service_spec import (
+    EVALUATION,
+    JOB_CATEGORIES,
+    TRAINING,
+    flatten_nested,
+    resolve_hyperparameters,
+)
 
-TRAINING = "AgentRFT"
-EVALUATION = "AgentRFTEvaluation"
-JOB_CATEGORIES = (TRAINING, EVALUATION)
-SCHEMA_VERSION = "1.0.0"
+logger = logging.getLogger(__name__)
+from mtrl_course.local.job import (
+    ACTIVE,
+    SCHEMA_VERSION,
+    TERMINAL,
+    JobConfig,
+    LocalJob,
+    MlflowAppInfo,
+    Runner,
+)
+from mtrl_course.local.store import (
+    DEAD_OWNER_REASON,
+    FOREIGN_JOB_MESSAGE,
+    ORPHAN_REASON,
+    STORE_SUBDIR,
+    AnyJob,
+    JobStore,
+    StoredJob,
+    _failed_record,
+    _package_version,
+    process_alive,
+    process_identity,
+)
+
 JOB_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
-MAX_TRANSITIONS = 100  # DescribeJob's documented maximum
-# Terminal statuses as the SDK's waiters read them (agent_rft_job.TERMINAL_STATUSES).
-TERMINAL = ("Completed", "Failed", "Stopped")
-ACTIVE = ("InProgress", "Stopping")
 DEFAULT_MAX_RESULTS = 10
 MAX_MAX_RESULTS = 100
 
@@ -75,685 +96,10 @@ LOG_GROUP = "/aws/sagemaker/Job/{category}"
 # Only the prefix `<job-name>/` is documented (aws-docs.md §1.5); the suffix is a guess.
 LOG_STREAM = "{name}/service"
 DATASET_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
-STAND_IN_IMAGE = "mtrl-offline-stand-in-adapter:latest"
-
-# Cross-process persistence (see the module docstring).
-STORE_SUBDIR = "jobs"
-PACKAGE_INDEX_FILE = "model-packages.json"
-RECORD_FORMAT = 1
-RECORD_SUFFIX = ".json"
-# DescribeJob fields that hold timestamps (JSON keeps them as ISO 8601 text).
-TIME_FIELDS = ("CreationTime", "LastModifiedTime", "EndTime")
-TRANSITION_TIME_FIELDS = ("StartTime", "EndTime")
-DEAD_OWNER_REASON = (
-    "The offline job stopped when the Python process that ran it (pid {pid}) ended: offline jobs run "
-    "inside the notebook kernel or command that created them, so restarting that kernel ends them. "
-    "Start a new job (and leave the kernel running until it finishes)."
-)
-ORPHAN_REASON = (
-    "The offline backend was reset while this job was running (aws.reset_offline), which ends every "
-    "running job. Start a new job."
-)
-FOREIGN_JOB_MESSAGE = (
-    "Job {name} runs in another Python process (pid {pid}); offline jobs can only be stopped or deleted "
-    "from the process (notebook kernel) that created them."
-)
-
-
-class ServiceError(Exception):
-    """An error the service returns: the override layer raises it as botocore's ClientError."""
-
-    def __init__(self, code: str, message: str, status_code: int = 400):
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-        self.status_code = status_code
-
-
-def validation_error(message: str) -> ServiceError:
-    return ServiceError("ValidationException", message)
-
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
-
-def _coral_errors(errors: list[str]) -> str:
-    """AWS's validation-message style: 'N validation error(s) detected: a; b'."""
-    count = len(errors)
-    return f"{count} validation error{'s' if count != 1 else ''} detected: " + "; ".join(errors)
-
-
-# ----------------------------------------------------------------------------------------------
-# Hyperparameters
-
-
-def _parse_value(text: str, kind: str) -> Any:
-    if kind == "integer":
-        return int(text)
-    if kind == "float":
-        value = float(text)
-        if not math.isfinite(value):
-            raise ValueError("not finite")
-        return value
-    if kind == "list":
-        value = json.loads(text.replace("'", '"'))
-        if not isinstance(value, list):
-            raise ValueError("not a list")
-        return value
-    return text
-
-
-_KIND_WORDS = {"integer": "an integer", "float": "a number", "list": "a list such as [1, 2, 4]", "string": "a string"}
-
-
-def resolve_hyperparameters(
-    given: Mapping[str, Any] | None,
-    spec: Mapping[str, Mapping[str, Any]],
-    where: str,
-    aliases: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """Typed hyperparameters: the spec's defaults overlaid with `given` (strings, as sent).
-
-    Raises a ValidationException listing every unknown name, unparsable value and value out of
-    range or outside its enum, in AWS's 'N validation errors detected' style. `where` is the
-    document path quoted in the messages, `aliases` maps extra accepted names to spec names.
-    """
-    values = {name: copy.deepcopy(entry.get("default")) for name, entry in spec.items()}
-    errors: list[str] = []
-    for raw_name, raw in (given or {}).items():
-        name = (aliases or {}).get(raw_name, raw_name)
-        path = f"{where}.{raw_name}"
-        if name not in spec:
-            errors.append(f"Value at '{path}' failed to satisfy constraint: Member must be one of the supported hyperparameters ({', '.join(sorted(spec))})")
-            continue
-        entry = spec[name]
-        kind = entry.get("type", "string")
-        text = raw if isinstance(raw, str) else json.dumps(raw)
-        try:
-            value = _parse_value(text, kind)
-        except (ValueError, TypeError):
-            errors.append(f"Value '{text}' at '{path}' failed to satisfy constraint: Member must be {_KIND_WORDS.get(kind, kind)}")
-            continue
-        if "enum" in entry and value not in entry["enum"]:
-            errors.append(f"Value '{text}' at '{path}' failed to satisfy constraint: Member must satisfy enum value set: {entry['enum']}")
-            continue
-        low, high = entry.get("min"), entry.get("max")
-        if low is not None and (value < low or (entry.get("min_exclusive") and value == low)):
-            relation = "greater than" if entry.get("min_exclusive") else "greater than or equal to"
-            errors.append(f"Value '{text}' at '{path}' failed to satisfy constraint: Member must be {relation} {low}")
-            continue
-        if high is not None and value > high:
-            errors.append(f"Value '{text}' at '{path}' failed to satisfy constraint: Member must be less than or equal to {high}")
-            continue
-        values[name] = value
-    if errors:
-        raise validation_error(_coral_errors(errors))
-    return values
-
-
-def _flatten_nested(hyperparameters: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Accept the docs' nested evaluation form ({"batch": {"eval_group_size": 1}}) as flat names.
-
-    Guess: the live schema's shape is disputed (aws-docs.md §1.8), so both forms are accepted.
-    """
-    flat: dict[str, Any] = {}
-    for key, value in (hyperparameters or {}).items():
-        if isinstance(value, Mapping):
-            for inner, inner_value in value.items():
-                flat[f"rollout_{inner}" if key == "rollout" else inner] = inner_value
-        else:
-            flat[key] = value
-    return flat
-
-
-# ----------------------------------------------------------------------------------------------
-# What the service needs from the rest of the offline stack
-
-
-@dataclass(frozen=True)
-class MlflowAppInfo:
-    """Where a (local) MLflow app keeps its data."""
-
-    arn: str
-    tracking_uri: str
-    artifact_root: str
-
-
-@dataclass
-class JobConfig:
-    """The parts of a parsed JobConfigDocument a runner needs (defaults applied)."""
-
-    category: str
-    region: str
-    document: dict[str, Any]
-    base_model: str
-    base_model_arn: str
-    hyperparameters: dict[str, Any]
-    runtime_arn: str
-    runtime_qualifier: str
-    mlflow: MlflowAppInfo
-    experiment_name: str
-    run_name: str
-    prompts: dict[str, list[str]]
-    s3_output_path: str
-    output_model_package_group_arn: str | None
-    checkpoint_model_package_group_arn: str | None
-    input_model_package_arn: str | None
-    max_runtime_seconds: int | None
-
-
-# ----------------------------------------------------------------------------------------------
-# One job
-
-
-class LocalJob:
-    """A job as the service tracks it; the runner reports progress through these methods.
-
-    Status contract: the service walks Starting -> Downloading -> Pending and then calls the
-    runner, which sets Training (or Evaluating) and Uploading with `set_secondary`. When the
-    runner returns, the service completes the job, unless it called `fail` (the job is Failed
-    at once) or a StopJob arrived (Stopped). A runner should poll `should_stop()` between units
-    of work. An exception from the runner fails the job with the exception as the reason.
-    """
-
-    def __init__(self, service: LocalMTRLService, name: str, arn: str, role_arn: str, config: JobConfig, tags: list[dict]):
-        self._service = service
-        self.name = name
-        self.arn = arn
-        self.role_arn = role_arn
-        self.config = config
-        self.category = config.category
-        self.tags = tags
-        self.creation_time = _now()
-        self.last_modified_time = self.creation_time
-        self.end_time: dt.datetime | None = None
-        self.status = "InProgress"
-        self.secondary_status = ""
-        self.failure_reason: str | None = None
-        self.transitions: list[dict[str, Any]] = []
-        self.service_output: dict[str, Any] = {}
-        self._tokens = {"PrefillTokenCount": 0, "SampleTokenCount": 0, "TrainTokenCount": 0}
-        self._stop_requested = threading.Event()
-        self._terminal = threading.Event()
-        self._lock = threading.RLock()
-        self.set_secondary("Starting", "Starting the job")
-
-    # -- accessors for runners ----------------------------------------------------------------
-    @property
-    def hyperparameters(self) -> dict[str, Any]:
-        return self.config.hyperparameters
-
-    @property
-    def runtime_arn(self) -> str:
-        return self.config.runtime_arn
-
-    @property
-    def mlflow_app_arn(self) -> str:
-        return self.config.mlflow.arn
-
-    @property
-    def mlflow_tracking_uri(self) -> str:
-        return self.config.mlflow.tracking_uri
-
-    @property
-    def experiment_name(self) -> str:
-        return self.config.experiment_name
-
-    @property
-    def run_name(self) -> str:
-        return self.config.run_name
-
-    def prompts(self, channel: str) -> list[str]:
-        """The prompt strings of one input channel, exactly as the service passes them on."""
-        return list(self.config.prompts.get(channel, []))
-
-    # -- progress reporting -------------------------------------------------------------------
-    def set_secondary(self, status: str, message: str = "") -> None:
-        """Enter a secondary status; the previous transition gets its end time."""
-        with self._lock:
-            if self._terminal.is_set():
-                return
-            now = _now()
-            if self.transitions and "EndTime" not in self.transitions[-1]:
-                self.transitions[-1]["EndTime"] = now
-            self.transitions.append({"Status": status, "StartTime": now, "StatusMessage": message})
-            del self.transitions[:-MAX_TRANSITIONS]
-            self.secondary_status = status
-            self.last_modified_time = now
-            self._service._save(self)
-        self.log(f"{status}: {message}" if message else status)
-
-    def update_progress(self, **info: Any) -> None:
-        """Merge ProgressInfo keys: MaxEpoch, StepsPerEpoch, CurrentEpoch, CurrentStep, MaxSteps, BatchSize."""
-        self._update_output("ProgressInfo", info)
-
-    def set_rollout_info(self, total: int, completed: int) -> None:
-        self._update_output("RolloutInfo", {"Total": int(total), "Completed": int(completed)})
-
-    def add_billable_tokens(self, prefill: int = 0, sample: int = 0, train: int = 0) -> None:
-        with self._lock:
-            self._tokens["PrefillTokenCount"] += int(prefill)
-            self._tokens["SampleTokenCount"] += int(sample)
-            self._tokens["TrainTokenCount"] += int(train)
-            usage = dict(self._tokens)
-            if self.category == TRAINING:
-                # The SDK docstring says TrainTokenCount, the API type says TrainingTokenCount
-                # (aws-docs.md §1.6 CONFLICT): report both so either reader works.
-                usage["TrainingTokenCount"] = usage["TrainTokenCount"]
-            else:
-                # Evaluation does no training; a third-party test shows only these two keys.
-                del usage["TrainTokenCount"]
-            self.service_output["BillableTokenUsage"] = usage
-            self.last_modified_time = _now()
-            self._service._save(self)
-
-    def set_output_model_package(self, arn: str) -> None:
-        self._update_output("OutputModelPackageArn", arn, merge=False)
-
-    def register_output_model_package(self, description: str = "", checkpoint: bool = False, adapter_s3_uri: str | None = None) -> str:
-        """Create a model package in the output (or checkpoint) group in moto; records its ARN.
-
-        The package names its base model in InferenceSpecification.Containers[0].BaseModel,
-        which is how MultiTurnRLEvaluator recognises "a model package customized by SageMaker's
-        fine-tuning flows". `adapter_s3_uri` is where the adapter files are, if anywhere.
-        """
-        from mtrl_course.local import hub
-
-        group_arn = self.config.checkpoint_model_package_group_arn if checkpoint else self.config.output_model_package_group_arn
-        if not group_arn:
-            raise RuntimeError(f"job {self.name} has no {'checkpoint' if checkpoint else 'output'} model package group")
-        container: dict[str, Any] = {
-            # Never pulled offline; names the stand-in honestly instead of a real serving image.
-            "Image": f"{self._service.account}.dkr.ecr.{self.config.region}.amazonaws.com/{STAND_IN_IMAGE}",
-            "BaseModel": {"HubContentName": self.config.base_model, "HubContentVersion": hub.HUB_CONTENT_VERSION},
-            "IsCheckpoint": checkpoint,
-        }
-        if adapter_s3_uri:
-            container["ModelDataSource"] = {"S3DataSource": {"S3Uri": adapter_s3_uri, "S3DataType": "S3Prefix", "CompressionType": "None"}}
-        sagemaker = self._service.client("sagemaker", self.config.region)
-        group = group_arn.rsplit("/", 1)[-1]
-        request = {
-            "ModelPackageGroupName": group,
-            "ModelPackageDescription": description or f"LoRA adapter from {self.category} job {self.name} (offline stand-in)",
-            "InferenceSpecification": {
-                "Containers": [container],
-                "SupportedContentTypes": ["application/json"],
-                "SupportedResponseMIMETypes": ["application/json"],
-            },
-        }
-        arn = sagemaker.create_model_package(**request)["ModelPackageArn"]
-        self._service._record_package(arn, self.config.region, request)
-        if not checkpoint:
-            self.set_output_model_package(arn)
-        return arn
-
-    def set_mlflow_details(self, experiment_id: str, run_id: str, experiment_name: str | None = None, run_name: str | None = None) -> None:
-        details = {
-            "ExperimentName": experiment_name or self.experiment_name,
-            "RunName": run_name or self.run_name,
-            "ExperimentId": str(experiment_id),
-            "RunId": str(run_id),
-        }
-        self._update_output("MlflowDetails", details, merge=False)
-
-    def start_mlflow_run(self) -> tuple[str, str]:
-        """Create (or reuse) the job's experiment, start its run; returns (experiment_id, run_id).
-
-        Guess: with no MlflowExperimentName / MlflowRunName the real defaults are not
-        documented; the local service uses the job name for both.
-        """
-        from mlflow.tracking import MlflowClient  # 3 s import: only when a runner logs metrics
-
-        client = MlflowClient(tracking_uri=self.mlflow_tracking_uri)
-        experiment = client.get_experiment_by_name(self.experiment_name)
-        if experiment is None:
-            location = f"{self.config.mlflow.artifact_root.rstrip('/')}/{self.experiment_name}"
-            experiment_id = client.create_experiment(self.experiment_name, artifact_location=location)
-        else:
-            experiment_id = experiment.experiment_id
-        run = client.create_run(experiment_id, run_name=self.run_name, tags={"sagemaker.job_arn": self.arn})
-        self.set_mlflow_details(experiment_id, run.info.run_id)
-        return str(experiment_id), run.info.run_id
-
-    def log(self, message: str) -> None:
-        """One line in the job's CloudWatch log stream (moto), as `trainer.stream_logs()` reads."""
-        self._service.put_log(self, message)
-
-    def fail(self, reason: str) -> None:
-        """Fail the job now with this FailureReason; later status calls are ignored."""
-        self._service._finish(self, "Failed", reason)
-
-    def should_stop(self) -> bool:
-        return self._stop_requested.is_set() or self._terminal.is_set()
-
-    @property
-    def done(self) -> bool:
-        return self._terminal.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until the job is terminal; True if it is."""
-        return self._terminal.wait(timeout)
-
-    def _update_output(self, key: str, value: Any, merge: bool = True) -> None:
-        with self._lock:
-            if merge:
-                self.service_output.setdefault(key, {}).update(value)
-            else:
-                self.service_output[key] = value
-            self.last_modified_time = _now()
-            self._service._save(self)
-
-    # -- API shapes ---------------------------------------------------------------------------
-    def describe(self) -> dict[str, Any]:
-        with self._lock:
-            document = dict(self.config.document)
-            if self.service_output:
-                document["ServiceOutput"] = copy.deepcopy(self.service_output)
-            response = {
-                "JobName": self.name,
-                "JobArn": self.arn,
-                "RoleArn": self.role_arn,
-                "JobCategory": self.category,
-                "JobConfigSchemaVersion": SCHEMA_VERSION,
-                "JobConfigDocument": json.dumps(document),
-                "CreationTime": self.creation_time,
-                "LastModifiedTime": self.last_modified_time,
-                "JobStatus": self.status,
-                "SecondaryStatus": self.secondary_status,
-                "SecondaryStatusTransitions": copy.deepcopy(self.transitions),
-            }
-            if self.end_time:
-                response["EndTime"] = self.end_time
-            if self.failure_reason:
-                response["FailureReason"] = self.failure_reason
-            if self.tags:
-                response["Tags"] = copy.deepcopy(self.tags)
-            return response
-
-    def summary(self) -> dict[str, Any]:
-        with self._lock:
-            return _job_summary(self)
-
-
-# ----------------------------------------------------------------------------------------------
-# Jobs on disk: records written by this process or an earlier one
-
-
-def _process_start(pid: int) -> str | None:
-    """When process `pid` started, as the kernel counts it (Linux), or None if unknown.
-
-    Together with the pid it names a process for good: pids are reused, start times are not.
-    """
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[-1].split()
-    # Field 22 of /proc/<pid>/stat (starttime); the fields after the ")" begin at field 3.
-    return fields[19] if len(fields) > 19 else None
-
-
-def process_identity() -> dict[str, Any]:
-    """This process as a job record's owner: pid and start time."""
-    pid = os.getpid()
-    return {"Pid": pid, "Started": _process_start(pid)}
-
-
-def process_alive(owner: Mapping[str, Any]) -> bool:
-    """True if the process a record names is still running (the same process, not a reused pid)."""
-    pid = int(owner.get("Pid") or 0)
-    if pid <= 0:
-        return False
-    if os.name == "nt":  # os.kill would terminate the process on Windows
-        try:
-            import psutil
-        except ImportError:
-            return True  # cannot tell: better to show a job as running than to fail it wrongly
-        return bool(psutil.pid_exists(pid))
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # it exists, under another user
-    except OSError:
-        return False
-    started = owner.get("Started")
-    now = _process_start(pid)
-    return started is None or now is None or now == started
-
-
-def _encode_time(value: Any) -> Any:
-    if isinstance(value, dt.datetime):
-        return value.isoformat()
-    raise TypeError(f"cannot store {type(value).__name__} in a job record")
-
-
-def _decode_times(describe: dict[str, Any]) -> dict[str, Any]:
-    for key in TIME_FIELDS:
-        if isinstance(describe.get(key), str):
-            describe[key] = dt.datetime.fromisoformat(describe[key])
-    for transition in describe.get("SecondaryStatusTransitions") or []:
-        for key in TRANSITION_TIME_FIELDS:
-            if isinstance(transition.get(key), str):
-                transition[key] = dt.datetime.fromisoformat(transition[key])
-    return describe
-
-
-class JobStore:
-    """DescribeJob records (`<category>/<name>.json`) and model-package registrations on disk.
-
-    Writes are atomic (a temporary file renamed over the record), so a reader in another process
-    never sees half a record.
-    """
-
-    def __init__(self, directory: Path):
-        self.directory = Path(directory)
-        self._lock = threading.Lock()
-
-    def path(self, category: str, name: str) -> Path:
-        return self.directory / category / f"{name}{RECORD_SUFFIX}"
-
-    def _write(self, path: Path, payload: Any) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        temporary.write_text(json.dumps(payload, default=_encode_time, indent=1, sort_keys=True) + "\n")
-        os.replace(temporary, path)
-
-    def save(self, describe: Mapping[str, Any], owner: Mapping[str, Any]) -> None:
-        record = {"Format": RECORD_FORMAT, "Owner": dict(owner), "Describe": dict(describe)}
-        self._write(self.path(describe["JobCategory"], describe["JobName"]), record)
-
-    def load(self, path: Path) -> dict[str, Any] | None:
-        """One record ({"Owner", "Describe"} with timestamps decoded), or None if unreadable."""
-        try:
-            record = json.loads(path.read_text())
-            if record.get("Format") != RECORD_FORMAT:
-                raise ValueError(f"record format {record.get('Format')!r}, expected {RECORD_FORMAT}")
-            record["Describe"] = _decode_times(record["Describe"])
-            return record
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            logger.warning("offline job record %s skipped: %s", path, err)
-            return None
-
-    def keys(self) -> list[tuple[str, str]]:
-        """(category, name) of every stored record."""
-        found = []
-        for category in JOB_CATEGORIES:
-            folder = self.directory / category
-            if folder.is_dir():
-                found += [(category, p.name[: -len(RECORD_SUFFIX)]) for p in folder.glob(f"*{RECORD_SUFFIX}") if not p.name.startswith(".")]
-        return sorted(found)
-
-    def remove(self, category: str, name: str) -> None:
-        self.path(category, name).unlink(missing_ok=True)
-
-    # -- model packages -----------------------------------------------------------------------
-    def _package_path(self) -> Path:
-        return self.directory / PACKAGE_INDEX_FILE
-
-    def packages(self) -> list[dict[str, Any]]:
-        """Every recorded registration: {"Arn", "Region", "Request"} (CreateModelPackage's arguments)."""
-        path = self._package_path()
-        if not path.is_file():
-            return []
-        try:
-            return list(json.loads(path.read_text()))
-        except (OSError, ValueError) as err:
-            logger.warning("offline model-package index %s skipped: %s", path, err)
-            return []
-
-    def add_package(self, arn: str, region: str, request: Mapping[str, Any]) -> None:
-        with self._lock:
-            # A group deleted and refilled gives out version numbers again: the newer wins.
-            entries = [e for e in self.packages() if e.get("Arn") != arn]
-            entries.append({"Arn": arn, "Region": region, "Request": dict(request)})
-            self._write(self._package_path(), entries)
-
-    def forget_packages(self, arns: Sequence[str]) -> int:
-        with self._lock:
-            entries = self.packages()
-            kept = [e for e in entries if e.get("Arn") not in set(arns)]
-            if len(kept) != len(entries):
-                self._write(self._package_path(), kept)
-            return len(entries) - len(kept)
-
-
-def _package_version(arn: str) -> int:
-    tail = arn.rsplit("/", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
-
-
-class StoredJob:
-    """A job known only from its record on disk: written by an earlier (or another) process.
-
-    Read-only: it has the attributes and `describe()`/`summary()` of a `LocalJob`, and no runner.
-    A job whose owning process is still alive (`foreign`) is re-read from disk as it progresses.
-    """
-
-    def __init__(self, record: Mapping[str, Any], store: JobStore):
-        self._store = store
-        self._lock = threading.RLock()
-        self._stop_requested = threading.Event()
-        self._apply(record)
-
-    def _apply(self, record: Mapping[str, Any]) -> None:
-        with self._lock:
-            self.owner = dict(record.get("Owner") or {})
-            self.record = copy.deepcopy(dict(record["Describe"]))
-            self.name = self.record["JobName"]
-            self.arn = self.record["JobArn"]
-            self.category = self.record["JobCategory"]
-
-    @property
-    def status(self) -> str:
-        return self.record["JobStatus"]
-
-    @property
-    def secondary_status(self) -> str:
-        return self.record.get("SecondaryStatus", "")
-
-    @property
-    def failure_reason(self) -> str | None:
-        return self.record.get("FailureReason")
-
-    @property
-    def creation_time(self) -> dt.datetime:
-        return self.record["CreationTime"]
-
-    @property
-    def last_modified_time(self) -> dt.datetime:
-        return self.record["LastModifiedTime"]
-
-    @property
-    def end_time(self) -> dt.datetime | None:
-        return self.record.get("EndTime")
-
-    @property
-    def service_output(self) -> dict[str, Any]:
-        return json.loads(self.record.get("JobConfigDocument") or "{}").get("ServiceOutput", {})
-
-    @property
-    def foreign(self) -> bool:
-        """Still running in another live process."""
-        return self.status in ACTIVE
-
-    @property
-    def done(self) -> bool:
-        return self.status in TERMINAL
-
-    def should_stop(self) -> bool:
-        return True
-
-    def refresh(self) -> None:
-        """Re-read a running job's record (its process keeps writing it)."""
-        if self.done:
-            return
-        record = self._store.load(self._store.path(self.category, self.name))
-        if record is None:
-            return
-        if record["Describe"]["JobStatus"] in ACTIVE and not process_alive(record.get("Owner") or {}):
-            record = _failed_record(record, DEAD_OWNER_REASON.format(pid=(record.get("Owner") or {}).get("Pid", "?")))
-            self._store.save(record["Describe"], record["Owner"])
-        self._apply(record)
-
-    def wait(self, timeout: float | None = None) -> bool:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            self.refresh()
-            if self.done:
-                return True
-            if deadline is not None and time.monotonic() >= deadline:
-                return False
-            time.sleep(STORED_JOB_POLL_S)
-
-    def describe(self) -> dict[str, Any]:
-        with self._lock:
-            return copy.deepcopy(self.record)
-
-    def summary(self) -> dict[str, Any]:
-        with self._lock:
-            return _job_summary(self)
-
-
-STORED_JOB_POLL_S = 0.2
-
-
-def _job_summary(job: Any) -> dict[str, Any]:
-    """A ListJobs `JobSummaries` entry for a live or a stored job."""
-    summary = {
-        "JobArn": job.arn,
-        "JobName": job.name,
-        "JobCategory": job.category,
-        "JobStatus": job.status,
-        "JobSecondaryStatus": job.secondary_status,
-        "CreationTime": job.creation_time,
-        "LastModifiedTime": job.last_modified_time,
-    }
-    if job.end_time:
-        summary["EndTime"] = job.end_time
-    return summary
-
-
-def _failed_record(record: Mapping[str, Any], reason: str) -> dict[str, Any]:
-    """A copy of a running job's record, failed now with `reason` (DescribeJob's shape)."""
-    failed = copy.deepcopy(dict(record))
-    describe = failed["Describe"]
-    now = _now()
-    transitions = describe.setdefault("SecondaryStatusTransitions", [])
-    if transitions and "EndTime" not in transitions[-1]:
-        transitions[-1]["EndTime"] = now
-    transitions.append({"Status": "Failed", "StartTime": now, "EndTime": now, "StatusMessage": reason})
-    del transitions[:-MAX_TRANSITIONS]
-    describe.update(JobStatus="Failed", SecondaryStatus="Failed", FailureReason=reason, EndTime=now, LastModifiedTime=now)
-    return failed
-
-
-Runner = Callable[[LocalJob], None]
-AnyJob = LocalJob | StoredJob
 
 
 # ----------------------------------------------------------------------------------------------
@@ -951,9 +297,9 @@ class LocalMTRLService:
     def create_job(self, params: Mapping[str, Any], region: str) -> dict[str, Any]:
         name, category = params["JobName"], params["JobCategory"]
         if category not in JOB_CATEGORIES:
-            raise validation_error(_coral_errors([f"Value '{category}' at 'jobCategory' failed to satisfy constraint: Member must satisfy enum value set: [{', '.join(JOB_CATEGORIES)}]"]))
+            raise validation_error(coral_errors([f"Value '{category}' at 'jobCategory' failed to satisfy constraint: Member must satisfy enum value set: [{', '.join(JOB_CATEGORIES)}]"]))
         if not JOB_NAME_PATTERN.match(name):
-            raise validation_error(_coral_errors([f"Value '{name}' at 'jobName' failed to satisfy constraint: Member must satisfy regular expression pattern: {JOB_NAME_PATTERN.pattern}"]))
+            raise validation_error(coral_errors([f"Value '{name}' at 'jobName' failed to satisfy constraint: Member must satisfy regular expression pattern: {JOB_NAME_PATTERN.pattern}"]))
         if params["JobConfigSchemaVersion"] != SCHEMA_VERSION:
             raise validation_error(f"JobConfigSchemaVersion {params['JobConfigSchemaVersion']} is not supported for {category}; supported versions: {SCHEMA_VERSION}.")
         self._sync()
@@ -1106,7 +452,7 @@ class LocalMTRLService:
             raise validation_error(message)
 
     def _parse_config(self, category: str, doc: dict[str, Any], region: str, name: str) -> JobConfig:
-        from mtrl_course.local import hub  # hub imports this module: import here, not at the top
+
 
         agent = doc.get("AgentConfig") or {}
         if agent.get("CustomAgentLambdaConfig"):
@@ -1129,21 +475,21 @@ class LocalMTRLService:
         if not isinstance(settings, dict):
             raise validation_error(f"JobConfigDocument.{section} is required for {category} jobs.")
         base_model_arn = settings.get("BaseModelArn") or ""
-        base_model = hub.model_from_arn(base_model_arn)
+        base_model = service_spec.model_from_arn(base_model_arn)
         if base_model is None:
             raise validation_error(f"{section}.BaseModelArn {base_model_arn!r} is not a SageMaker Public Hub model ARN.")
-        if base_model not in hub.MODELS:
+        if base_model not in service_spec.MODELS:
             raise ServiceError("ResourceNotFound", f"Base model {base_model} is not supported for {category}.")
-        if region not in hub.MODELS[base_model][1]:
+        if region not in service_spec.MODELS[base_model][1]:
             raise validation_error(f"Base model {base_model} is not available for {category} in {region}.")
         if category == TRAINING:
-            hyperparameters = resolve_hyperparameters(settings.get("HyperParameters"), hub.training_spec(base_model), f"{section}.HyperParameters")
+            hyperparameters = resolve_hyperparameters(settings.get("HyperParameters"), service_spec.training_spec(base_model), f"{section}.HyperParameters")
         else:
             hyperparameters = resolve_hyperparameters(
-                _flatten_nested(settings.get("HyperParameters")),
-                hub.evaluation_spec(base_model),
+                flatten_nested(settings.get("HyperParameters")),
+                service_spec.evaluation_spec(base_model),
                 f"{section}.HyperParameters",
-                aliases=hub.EVALUATION_ALIASES,
+                aliases=service_spec.EVALUATION_ALIASES,
             )
 
         output = doc.get("OutputDataConfig") or {}
@@ -1225,7 +571,9 @@ class LocalMTRLService:
         return found
 
     def _read_dataset(self, channel: str, uri: str, region: str, batch_size: int | None) -> list[str]:
-        from mtrl_course import dataset  # pulls in the word lists: only when a job is created
+        from mtrl_course import (
+            dataset,  # pulls in the word lists: only when a job is created
+        )
 
         match = re.match(r"^s3://([^/]+)/?(.*)$", uri)
         if not match:

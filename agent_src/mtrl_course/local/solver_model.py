@@ -10,9 +10,16 @@ known-good player, so any gap between it and the bare game loop is a bug in the 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable
-from typing import Any
+import time
+from collections.abc import AsyncIterable, Iterable
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+from wordle_agent.game import MAX_TOOL_CALLS
+from wordle_agent.reward import SUCCESS_THRESHOLD
 
 from mtrl_course.local.provider import InProcessModel
 from mtrl_course.local.transcript import (
@@ -23,8 +30,13 @@ from mtrl_course.local.transcript import (
     parse_clue,
     tool_result_texts,
 )
-from mtrl_course.solver import EntropySolver, default_solver
-from wordle_agent.game import MAX_TOOL_CALLS
+from mtrl_course.solver import (
+    EntropySolver,
+    default_solver,
+    handler_payload,
+    quiet_missing_metadata,
+    results_frame,
+)
 
 # The rollout's tool and argument (wordle_agent.rollout.TOOL_NAME); not imported from there because
 # that module pulls in the OpenAI client, which this in-process model never uses.
@@ -168,3 +180,44 @@ class SolverModelFactory:
 def solver_model_factory(solver: EntropySolver | None = None) -> SolverModelFactory:
     """A factory that builds a `SolverPolicyModel` per attempt (shares one solver and its cache)."""
     return SolverModelFactory(solver)
+
+
+def play_through_handler(words: Iterable[str], solver: EntropySolver | None = None) -> pd.DataFrame:
+    """Play each word through the real rollout handler, in-process, with the solver as the policy.
+
+    Same columns as `play_many`. The handler returns only the reward (all the service ever
+    sees); the guesses, outcome and shaping score are read from the finished game through the
+    rollout's game-observer hook, and the reward column is the handler's own return value.
+    """
+    # Imported here: the handler pulls in the SageMaker SDK (seconds); the bare loop never needs it.
+    from wordle_agent.main import handle_rollout
+    from wordle_agent.rollout import use_game_observer, use_model_factory
+
+    solver = solver or default_solver()
+    solver.matrix
+    finished: list = []
+    rows = []
+    with quiet_missing_metadata(), use_game_observer(lambda _task, game: finished.append(game)):
+        for index, word in enumerate(words):
+            factory = solver_model_factory(solver)
+            finished.clear()
+            start = time.perf_counter()
+            with use_model_factory(factory):
+                result = handle_rollout(handler_payload(word, index))
+            seconds = time.perf_counter() - start
+            # The handler promises {"reward": float}; NaN marks a broken promise in the table.
+            reward = float(result.get("reward", "nan") if isinstance(result, dict) else "nan")
+            game = finished[-1] if finished else None
+            guesses = tuple(game.guesses) if game else tuple(factory.played_guesses())
+            rows.append(
+                {
+                    "answer": word.strip().upper(),
+                    "guesses": guesses,
+                    "solved": bool(game.solved) if game else bool(reward >= SUCCESS_THRESHOLD),
+                    "n_guesses": len(guesses),
+                    "reward": reward,
+                    "score": float(game.score) if game else float("nan"),
+                    "seconds": seconds,
+                }
+            )
+    return results_frame(rows)

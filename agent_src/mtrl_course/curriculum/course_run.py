@@ -75,8 +75,9 @@ def _banner(title: str) -> None:
 
 
 def stage_word_data() -> bool:
-    from mtrl_course import wordlists
     from wordle_agent import words
+
+    from mtrl_course import wordlists
 
     _banner("1. Word data (SCOWL)")
     problems = wordlists.verify()
@@ -112,12 +113,12 @@ def stage_datasets() -> bool:
 
 
 def stage_reference_games(limit: int | None = None, summary_out: dict | None = None) -> bool:
-    from mtrl_course import solver
+    from mtrl_course import local, solver
 
     _banner("3. Held-out games through the real rollout handler (reference solver as the policy)")
     words = split_words("validation")[:limit] if limit else split_words("validation")
     start = time.perf_counter()
-    frame = solver.play_through_handler(words)
+    frame = local.play_through_handler(words)
     elapsed = time.perf_counter() - start
     summary = solver.summarise(frame)
     if summary_out is not None:

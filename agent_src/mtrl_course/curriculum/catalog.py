@@ -296,7 +296,7 @@ def get(nn: str) -> Entry:
         return _BY_NN[nn]
     except KeyError:
         known = ", ".join(_BY_NN)
-        raise KeyError(f"no notebook {nn!r} in the catalog (agent_src/mtrl_course/catalog.py); known: {known}") from None
+        raise KeyError(f"no notebook {nn!r} in the catalog (agent_src/mtrl_course/curriculum/catalog.py); known: {known}") from None
 
 
 def problems() -> list[str]:
@@ -428,7 +428,7 @@ def banner_markdown(nn: str) -> str:
         f"- **Prerequisites:** {_prerequisites(entry)}",
         f"- **Tested with:** {tested_with()}",
         "",
-        "*Generated from `agent_src/mtrl_course/catalog.py` by `mtrl notebooks sync`: "
+        "*Generated from `agent_src/mtrl_course/curriculum/catalog.py` by `mtrl notebooks sync`: "
         "edit the catalog, not this cell.*",
     ]
     return "\n".join(lines)

@@ -33,7 +33,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from mtrl_course import catalog, config
+from mtrl_course import config
+from mtrl_course.curriculum import catalog
 from mtrl_course.notebook import BATCH_ENV_VAR, TEMPLATE_ID
 
 CELL_TIMEOUT = 600  # seconds per cell; offline notebooks aim for about 90 s in total
@@ -319,7 +320,11 @@ def execute(path: Path, timeout: int = CELL_TIMEOUT, *, store: bool = True) -> d
     """
     import nbformat
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+    from nbclient.exceptions import (
+        CellExecutionError,
+        CellTimeoutError,
+        DeadKernelError,
+    )
 
     nb = nbformat.read(path, as_version=4)
     code_cells = sum(cell.cell_type == "code" for cell in nb.cells)

@@ -1,0 +1,11 @@
+"""The course's own machinery (maintainers and `make`, not the lessons).
+
+| module | what it does |
+|---|---|
+| `catalog` | one entry per notebook: banners, the README table, timings, prerequisites |
+| `executor` | runs notebooks offline in fresh kernels and stores their outputs (`make notebooks`) |
+| `course_run` | `mtrl course` / `make course`: the course's main job, stage by stage |
+| `diagram` | draws notebook 00's system figure |
+
+The lessons themselves import `mtrl_course.notebook` (their bootstrap) and the step modules.
+"""
