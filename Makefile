@@ -11,11 +11,12 @@ export MTRL_MODE ?= offline
 export SAGEMAKER_TELEMETRY_DISABLED ?= true
 export MPLBACKEND ?= Agg
 
-.PHONY: help venv course test test-fast notebooks bench lock words dataset clean distclean
+.PHONY: help venv course test test-fast lint notebooks bench lock words dataset clean distclean
 
 help:
 	@echo "make course     run the course's main job offline (creates .venv on first use)"
-	@echo "make test       run the whole test suite (unit, property, contract, nbval, hygiene)"
+	@echo "make test       lint, type-check, then run the whole test suite (unit, property, contract, nbval, hygiene)"
+	@echo "make lint       ruff (lint and format check) and mypy only"
 	@echo "make notebooks  re-execute every notebook offline and store its outputs"
 	@echo "make bench      print the benchmark medians and ratios"
 	@echo "make lock       regenerate requirements.lock from pyproject.toml (on purpose only)"
@@ -40,8 +41,15 @@ course: $(STAMP)
 	$(BIN)/mtrl course
 	$(BIN)/mtrl notebooks run 00 01 02 03 04 05 06 07 08 --no-store
 
-test: $(STAMP)
+test: $(STAMP) lint
 	$(BIN)/python -m pytest
+
+# Style and types, configured in pyproject.toml: ruff's lint rules, ruff's formatter (check only;
+# `$(BIN)/ruff format` rewrites) and mypy over both packages.
+lint: $(STAMP)
+	$(BIN)/ruff check agent_src tests benchmarks experiments
+	$(BIN)/ruff format --check agent_src tests benchmarks experiments
+	$(BIN)/mypy
 
 # Everything except the notebooks (quick inner loop while editing code).
 test-fast: $(STAMP)

@@ -56,7 +56,7 @@ def test_run_id_is_fixed_offline_and_overridable(monkeypatch):
 
 def test_live_run_id_is_created_once_and_reused(live, monkeypatch, tmp_path):
     monkeypatch.delenv(naming.RUN_ID_ENV_VAR, raising=False)
-    monkeypatch.setattr(iam, "RUN_ID_FILE", tmp_path / "run_id")
+    monkeypatch.setattr(naming, "RUN_ID_FILE", tmp_path / "run_id")
     first = naming.run_id()
     assert naming.RUN_ID_PATTERN.match(first) and first != naming.OFFLINE_RUN_ID
     assert naming.run_id() == first == (tmp_path / "run_id").read_text().strip()

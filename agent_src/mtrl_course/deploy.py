@@ -415,8 +415,8 @@ def ensure_cli_schemas(
     if (package_dir / SCHEMA_ENTRY).is_file() and (cache_dir / "node_modules" / "zod").is_dir():
         return package_dir
     cache_dir.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cache_dir.parent, prefix=".fetch-") as scratch:
-        scratch = Path(scratch)
+    with tempfile.TemporaryDirectory(dir=cache_dir.parent, prefix=".fetch-") as scratch_name:
+        scratch = Path(scratch_name)
         staging = scratch / "staged"
         fetches = (
             (f"{CLI_NPM_PACKAGE}@{CLI_VERSION}", CLI_TARBALL_INTEGRITY, staging, CLI_MEMBERS_KEPT),

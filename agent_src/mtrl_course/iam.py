@@ -168,10 +168,9 @@ def trust_problems(document: Mapping[str, Any] | str, service: str, actions: Seq
     Reads Allow statements only and ignores conditions: a trust policy for an AWS service has
     none, and this check is for the two course roles, not for IAM in general.
     """
-    if isinstance(document, str):
-        document = json.loads(document)
+    parsed: Mapping[str, Any] = json.loads(document) if isinstance(document, str) else document
     trusting = []
-    for statement in _statements(document):
+    for statement in _statements(parsed):
         if statement.get("Effect") != "Allow":
             continue
         principal = statement.get("Principal") or {}
@@ -179,7 +178,7 @@ def trust_problems(document: Mapping[str, Any] | str, service: str, actions: Seq
         if service in services:
             trusting.append(statement)
     if not trusting:
-        found = sorted({s for st in _statements(document) for s in _as_list((st.get("Principal") or {}).get("Service"))})
+        found = sorted({s for st in _statements(parsed) for s in _as_list((st.get("Principal") or {}).get("Service"))})
         return [f"it does not trust {service} (it trusts {', '.join(found) or 'no service'})"]
     allowed = [a for st in trusting for a in _as_list(st.get("Action"))]
     missing = [a for a in actions if not _action_matches(allowed, a)]

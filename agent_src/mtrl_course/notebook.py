@@ -381,7 +381,7 @@ def _setup_matplotlib() -> None:
     else:
         matplotlib.use("Agg")
     # After the backend: activating the inline backend applies its own rc settings.
-    matplotlib.rcParams.update(FIGURE_RC)
+    matplotlib.rcParams.update(FIGURE_RC)  # type: ignore[arg-type]  # rcParams' keys are typed as literals
 
 
 def _activate_backend() -> str:

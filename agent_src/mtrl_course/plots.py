@@ -233,10 +233,9 @@ def cost_breakdown(tokens: Mapping[str, Any], prices: Mapping[str, Any] | None =
         where = "in every run" if len(runs) > 1 else "of this run"
         title = f"{dimension.capitalize()} tokens are the largest share {where}: {span} of billable tokens"
     else:
+        leading = {name: max(costs.DIMENSIONS, key=shares[name].__getitem__) for name in runs}
         title = "Largest share of billable tokens: " + "; ".join(
-            f"{dimension} in {name} ({shares[name][dimension]:.0%})"
-            for name in runs
-            for dimension in [max(costs.DIMENSIONS, key=lambda d, n=name: shares[n][d])]
+            f"{leading[name]} in {name} ({shares[name][leading[name]]:.0%})" for name in runs
         )
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()

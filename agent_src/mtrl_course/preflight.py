@@ -262,14 +262,14 @@ def _node_version() -> str | None:
     return match.group(0) if match else None
 
 
-def running_jobs(session: Any) -> dict[str, int]:
+def running_jobs(session: Any) -> dict[str, int | None]:
     """How many training and evaluation jobs run right now, by job category (ListJobs).
 
     Notebook 02 checks this before a deploy: redeploying the agent while a job runs restarts
     the runtime, and the service then fails the whole job.
     """
     sagemaker = session.client("sagemaker")
-    counts = {}
+    counts: dict[str, int | None] = {}
     for category in JOB_QUOTAS:
         found = sagemaker.list_jobs(JobCategory=category, StatusEquals=RUNNING_STATUS, MaxResults=100)
         counts[category] = len(found.get("JobSummaries", []))

@@ -36,6 +36,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import wordle_agent
 from mtrl_course import config
@@ -428,7 +429,7 @@ def _rel(path: Path) -> str:
 
 def _select_answers(
     candidates: set[str], base: frozenset[str], deny: Denylist, keep: dict[str, str]
-) -> tuple[list[str], dict]:
+) -> tuple[list[str], dict[str, Any]]:
     """Answers from the five-letter candidates: hashed denylist, inflection rules, plain denylist.
 
     Returns the sorted uppercase answers and the audit of every step (for PROVENANCE.json).
@@ -546,7 +547,7 @@ def build(
     shutil.copyfile(copyright_path, out_dir / COPYRIGHT_FILE)
 
     kept_words = [e.split("<")[0] for e in answer_audit["kept_by_headword_keeplist"]]
-    provenance = {
+    provenance: dict[str, Any] = {
         "generator": "mtrl_course.wordlists.build",
         "source": {
             "package": f"Debian {SCOWL_PACKAGE}",

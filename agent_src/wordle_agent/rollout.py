@@ -696,18 +696,18 @@ def _play_rollout(payload: dict[str, Any], started: float) -> float:
         else:
             conversations.append(attempt.messages)
         stops.append(attempt.stop_reason or ("timeout" if attempt.timed_out else "error"))
-        error = attempt.error
-        if error is not None:
-            errors.append(f"{type(error).__name__}: {str(error)[:300]}")
+        failure = attempt.error
+        if failure is not None:
+            errors.append(f"{type(failure).__name__}: {str(failure)[:300]}")
             logger.warning("rollout %s: attempt failed: %s", rollout_id, errors[-1])
         if game.over or game.limit_reached or attempt.timed_out:
             break
-        if error is not None and is_auth_failure(error) and auth_retries < MAX_AUTH_RETRIES:
+        if failure is not None and is_auth_failure(failure) and auth_retries < MAX_AUTH_RETRIES:
             auth_retries += 1
             TOKENS.invalidate(settings.region, token=attempt.token)
             prompt, history = None, attempt.messages  # continue the same conversation
             continue
-        if error is not None and attempt.sent_effort and rejects_reasoning_effort(error):
+        if failure is not None and attempt.sent_effort and rejects_reasoning_effort(failure):
             if not _EFFORT_REJECTED.is_set():
                 logger.warning(
                     "the policy endpoint rejected %s; no request of this process will send it",

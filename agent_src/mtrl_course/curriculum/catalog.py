@@ -395,7 +395,7 @@ def _creates(entry: Entry) -> str:
         return "nothing on AWS"
     if not entry.creates:
         return "nothing"
-    where = "this notebook's clean-up section" if entry.cleaned_up_in == entry.nn else _link(entry.cleaned_up_in)
+    where = "this notebook's clean-up section" if entry.cleaned_up_in == entry.nn else _link(str(entry.cleaned_up_in))
     return "; ".join(entry.creates) + f". Cleaned up in {where}"
 
 
@@ -468,6 +468,6 @@ def readme_table() -> str:
             live_time,
             live_cost,
         )
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        lines.append("| " + " | ".join(_cell(str(c)) for c in cells) + " |")
     lines += ["", COURSE_LIVE_TOTAL, "", f"Tested with: {tested_with()}."]
     return "\n".join(lines)

@@ -354,13 +354,13 @@ class LocalMTRLService:
             jobs = [j for j in jobs if needle.lower() in j.name.lower()]
         if params.get("StatusEquals"):
             jobs = [j for j in jobs if j.status == params["StatusEquals"]]
-        for key, attribute, after in (
+        for parameter, attribute, after in (
             ("CreationTimeAfter", "creation_time", True),
             ("CreationTimeBefore", "creation_time", False),
             ("LastModifiedTimeAfter", "last_modified_time", True),
             ("LastModifiedTimeBefore", "last_modified_time", False),
         ):
-            bound = params.get(key)
+            bound = params.get(parameter)
             if bound is not None:
                 jobs = [j for j in jobs if (getattr(j, attribute) > bound) == after]
         sort_by = params.get("SortBy", "CreationTime")

@@ -126,7 +126,7 @@ class SolverPolicyModel(InProcessModel):
         name, argument = tool
         return _tool_turn(name, f"{TOOL_USE_PREFIX}{len(results)}", {argument: guess}), guess
 
-    async def stream(
+    async def stream(  # type: ignore[override]  # Strands adds keyword-only options; **kwargs takes them
         self,
         messages: Any,
         tool_specs: Any = None,
