@@ -41,8 +41,11 @@ course: $(STAMP)
 	$(BIN)/mtrl course
 	$(BIN)/mtrl notebooks run 00 01 02 03 04 05 06 07 08 --no-store
 
+# Two or more workers (pytest-xdist): modules stay whole on one worker and the notebooks run in
+# order on one worker (see tests/notebooks_conftest_plugin.py).
+PYTEST_WORKERS ?= auto
 test: $(STAMP) lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadgroup
 
 # Style and types, configured in pyproject.toml: ruff's lint rules, ruff's formatter (check only;
 # `$(BIN)/ruff format` rewrites) and mypy over both packages.
@@ -53,7 +56,7 @@ lint: $(STAMP)
 
 # Everything except the notebooks (quick inner loop while editing code).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not notebooks"
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadgroup -m "not notebooks"
 
 notebooks: $(STAMP)
 	$(BIN)/mtrl notebooks run

@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from _pytest.nodes import coerce_node_id  # see pytest_collection_modifyitems
 
 # Offline state never comes from, or goes to, the learner's `.state/`. The unit tests get a folder
 # emptied at the start (set at import: this plugin loads before anything imports
@@ -27,9 +28,15 @@ import pytest
 # into a notebook, and the paths notebooks print match the stored outputs.
 STATE_ENV_VAR = "MTRL_STATE_DIR"
 STATE_ROOT = Path(__file__).resolve().parents[1] / ".state"
-TESTS_STATE_DIR = STATE_ROOT / "test-run"
+# Under pytest-xdist every worker is its own process with its own offline backend, so each gets
+# its own folder (emptying a shared one at import would pull it from under the other worker).
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+TESTS_STATE_DIR = STATE_ROOT / ("test-run" + (f"-{_WORKER}" if _WORKER else ""))
 BATCH_STATE_DIR = STATE_ROOT / "batch"  # = mtrl_course.config.BATCH_STATE_DIR
-_SET_BY_US = not os.environ.get(STATE_ENV_VAR)
+# Set when this plugin chose the folder, so xdist workers (started with the controller's
+# environment) know the folder is ours to replace with their own, not a developer's choice.
+OURS_ENV_VAR = "MTRL_STATE_DIR_FROM_TESTS"
+_SET_BY_US = not os.environ.get(STATE_ENV_VAR) or os.environ.get(OURS_ENV_VAR) == "1"
 _NOTEBOOK_STATE_READY = False
 
 
@@ -41,6 +48,7 @@ def _fresh(path: Path) -> str:
 
 if _SET_BY_US:
     os.environ[STATE_ENV_VAR] = _fresh(TESTS_STATE_DIR)
+    os.environ[OURS_ENV_VAR] = "1"
 
 MARKER = "notebooks"
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -84,7 +92,23 @@ def pytest_collectstart(collector: pytest.Collector) -> None:
             collector.skip_compare = tuple(collector.skip_compare) + NOT_COMPARED
 
 
+# `make test` runs under pytest-xdist with --dist loadgroup: every test of one module stays on
+# one worker (module-scoped fixtures such as a trained job are built once), and the notebooks
+# run on one worker in file order, because later notebooks reuse what earlier ones left in the
+# batch state folder, as they do when a learner runs them in turn.
+NOTEBOOK_GROUP = "notebooks"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    grouping = bool(getattr(config.option, "loadgroup", False))  # set by xdist for --dist loadgroup
     for item in items:
+        group = NOTEBOOK_GROUP if item.path.suffix == NOTEBOOK_SUFFIX else item.path.stem
         if item.path.suffix == NOTEBOOK_SUFFIX:
             item.add_marker(MARKER)
+        item.add_marker(pytest.mark.xdist_group(group))
+        if grouping and "@" not in item.nodeid:
+            # xdist's scheduler reads the group from an "@group" suffix of the node id. xdist
+            # 3.8 adds it by setting `item._nodeid`, which pytest 9.2 no longer reads (the id
+            # lives in `item._id`), so loadgroup silently became per-test: set it here instead.
+            item._id = coerce_node_id(f"{item.nodeid}@{group}")
