@@ -177,6 +177,8 @@ class TestCase:
     `expected` is a plain value, or `Raises("ValueError")` for a call that must raise.
     """
 
+    __test__ = False  # not a pytest test class, despite the name
+
     args: tuple[Any, ...]
     expected: Any
 

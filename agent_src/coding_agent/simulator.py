@@ -103,7 +103,7 @@ class BedrockUser:
         response = self.client.converse(
             modelId=self.model_id,
             system=[{"text": BEDROCK_SYSTEM_PROMPT.format(brief=self.task.brief, spec=spec)}],
-            messages=self.history,
+            messages=list(self.history),  # a copy: the call sees the conversation as it was
             inferenceConfig={"maxTokens": self.max_tokens, "temperature": 0.0},
         )
         text = response["output"]["message"]["content"][0]["text"]
