@@ -10,6 +10,7 @@ instead of pretending.
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import signal
 import socket
@@ -18,6 +19,7 @@ import tempfile
 import textwrap
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -285,7 +287,7 @@ def test_the_hidden_tests_cannot_be_read() -> None:
     assert verdict.outputs and verdict.outputs[0][0] == "raises"
 
 
-@pytest.mark.skipif(not (LAYERS.drops_to_nobody or LAYERS.mount_namespace), reason="neither a uid drop nor a mount namespace here")
+@pytest.mark.skipif(not (LAYERS.drops_privileges or LAYERS.mount_namespace), reason="neither a uid drop nor a mount namespace here")
 def test_a_private_file_of_the_parent_cannot_be_read(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("top secret")
@@ -334,7 +336,7 @@ def test_no_network_not_even_loopback() -> None:
     assert verdict.passed == 0 and verdict.outputs[0][0] == "raises"
 
 
-@pytest.mark.skipif(not (LAYERS.drops_to_nobody or LAYERS.pid_namespace),
+@pytest.mark.skipif(not (LAYERS.drops_privileges or LAYERS.pid_namespace),
                     reason="neither a uid drop nor a PID namespace: signalling the parent's processes is possible here")
 def test_signals_cannot_reach_the_parent_or_its_processes() -> None:
     decoy = subprocess.Popen(["sleep", "30"])
@@ -392,4 +394,22 @@ def test_isolation_is_reported() -> None:
     rows = LAYERS.rows()
     assert rows[-1]["active"] is True and len(rows) == 5
     if os.geteuid() == 0:
-        assert LAYERS.drops_to_nobody
+        assert LAYERS.drops_privileges
+
+
+@pytest.mark.skipif(not (os.geteuid() == 0 and shutil.which("unshare")), reason="namespaces are only expected for a root parent with unshare")
+def test_a_root_parent_with_unshare_gets_every_layer() -> None:
+    # Without this, a broken probe would silently turn the namespace tests above into skips.
+    assert LAYERS.drops_privileges and LAYERS.network_namespace and LAYERS.pid_namespace and LAYERS.mount_namespace
+
+
+def test_a_fork_bomb_does_not_starve_a_sandbox_running_beside_it() -> None:
+    # Each run has its own uid when the parent is root, so RLIMIT_NPROC budgets are not shared.
+    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        bombing = pool.submit(sandbox._judge, bomb, "add", ADD, LIMITS)
+        time.sleep(1.0)
+        beside = pool.submit(sandbox._judge, GOOD, "add", ADD, LIMITS).result()
+        bombing.result()
+    assert beside.status == sandbox.OK and beside.correctness == 1.0
+    assert wait_until_gone() == []

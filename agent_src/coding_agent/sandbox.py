@@ -21,7 +21,7 @@ Layers, each a defence against one hostile program in tests/test_sandbox.py:
 | rlimits: CPU, address space, processes, file size, open files, no core | infinite CPU loops, memory bombs, fork bombs, disk fills |
 | wall-clock deadline, then SIGKILL to the whole process group | sleeping loops and grandchildren |
 | output cap (the parent stops reading and kills) | megabytes printed |
-| as root: the child runs as `nobody` | signals to the parent, reads of root-only files, RLIMIT_NPROC (root ignores it) |
+| as root: the child runs as an unprivileged uid of its own | signals to the parent, reads of root-only files, RLIMIT_NPROC (root ignores it) |
 | namespaces when the machine allows (`unshare`): network, PID, mount | network, processes that escape the group (setsid), writes to /tmp, reading the hidden tests from the repository |
 
 Where namespaces are unavailable the sandbox still runs, and `isolation()` says which layers are
@@ -79,9 +79,13 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
-# The account the child runs as when the parent is root: root ignores RLIMIT_NPROC, may signal
-# any process and may read every file, so a root child would make three layers decorative.
-NOBODY = 65534
+# When the parent is root the child runs as an unprivileged uid of its own, drawn per run from
+# this range: root ignores RLIMIT_NPROC, may signal any process and may read every file, so a
+# root child would make three layers decorative. A uid per run (not the shared `nobody`) keeps
+# concurrent sandboxes apart: RLIMIT_NPROC counts processes per uid, so a fork bomb running as
+# nobody would starve every other sandbox of processes, and could signal them.
+SANDBOX_UID_BASE = 200_000
+SANDBOX_UID_COUNT = 60_000
 # A private tmpfs this size replaces /tmp (and friends) inside the mount namespace.
 TMPFS_SIZE = "16m"
 MAX_DETAIL = 300  # characters of the child's output kept in a verdict, for reading transcripts
@@ -209,7 +213,7 @@ class Verdict:
 class Isolation:
     """Which layers this machine enforces (reported by notebooks and tests; never assumed)."""
 
-    drops_to_nobody: bool
+    drops_privileges: bool
     network_namespace: bool
     pid_namespace: bool
     mount_namespace: bool
@@ -217,7 +221,7 @@ class Isolation:
 
     def rows(self) -> list[dict[str, Any]]:
         return [
-            {"layer": "child runs as nobody (root parent)", "active": self.drops_to_nobody},
+            {"layer": "child runs as an unprivileged uid of its own (root parent)", "active": self.drops_privileges},
             {"layer": "no network (network namespace)", "active": self.network_namespace},
             {"layer": "PID namespace (escaped processes die with it)", "active": self.pid_namespace},
             {"layer": "private /tmp, hidden repository (mount namespace)", "active": self.mount_namespace},
@@ -249,16 +253,16 @@ def _world_executable(path: Path) -> bool:
 
 
 @cache
-def _interpreter(as_nobody: bool) -> str:
+def _interpreter(unprivileged_child: bool) -> str:
     """A Python the child can execute: ours, or the system's when ours sits in a private home."""
     ours = Path(sys.executable).resolve()
-    if not as_nobody or _world_executable(ours):
+    if not unprivileged_child or _world_executable(ours):
         return str(ours)
     for candidate in ("/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"):
         if _world_executable(Path(candidate)):
             return candidate
     raise RuntimeError(
-        f"the sandbox drops to uid {NOBODY} when run as root, but {ours} is not executable by other users "
+        f"the sandbox drops to an unprivileged uid when run as root, but {ours} is not executable by other users "
         "and there is no system python3; install python3 system-wide or run the course as a normal user"
     )
 
@@ -280,22 +284,29 @@ def _namespace_prefix(hidden: Sequence[str]) -> list[str]:
     script = (
         f"for d in {mounts}; do "
         f'if [ -d "$d" ]; then mount -t tmpfs -o size={TMPFS_SIZE},mode=0777 none "$d" || exit 97; fi; '
-        'done; cd /tmp && exec "$@"'
+        # No exec: the shell stays PID 1 of the namespace and Python runs as its child. PID 1 is
+        # immune to signals it has no handler for, including the kernel's SIGXCPU/SIGKILL for
+        # RLIMIT_CPU, so a harness running as PID 1 would only ever stop at the wall clock.
+        'done; cd /tmp && "$@"'
     )
     return ["unshare", "-r", "--net", "--pid", "--fork", "--kill-child", "--mount", "--", "/bin/sh", "-c", script, "sandbox"]
 
 
-def _drop_privileges() -> None:
+def _sandbox_uid() -> int:
+    return SANDBOX_UID_BASE + secrets.randbelow(SANDBOX_UID_COUNT)
+
+
+def _drop_privileges(uid: int) -> None:
     os.setgroups([])
-    os.setgid(NOBODY)
-    os.setuid(NOBODY)
+    os.setgid(uid)
+    os.setuid(uid)
 
 
 @cache
 def isolation() -> Isolation:
     """Probe once which layers work here: a child that must fail to reach the network and see no repository."""
-    as_nobody = hasattr(os, "geteuid") and os.geteuid() == 0
-    interpreter = _interpreter(as_nobody)
+    unprivileged_child = hasattr(os, "geteuid") and os.geteuid() == 0
+    interpreter = _interpreter(unprivileged_child)
     namespaces = False
     if shutil.which("unshare") and sys.platform.startswith("linux"):
         probe = (
@@ -304,18 +315,18 @@ def isolation() -> Isolation:
             "net = s.connect_ex(('127.0.0.1', 9)) != 0\n"
             f"p = {_hidden_paths()[0]!r}\n"
             "hidden = not os.path.isdir(p) or not os.listdir(p)\n"
-            "print('OK' if net and hidden and os.getpid() == 1 else 'NO')\n"
+            "print('OK' if net and hidden and os.getppid() == 1 else 'NO')\n"  # the shell is PID 1
         )
         try:
             done = subprocess.run(
                 [*_namespace_prefix(_hidden_paths()), interpreter, "-I", "-S", "-c", probe],
                 capture_output=True, text=True, timeout=15, env=scrubbed_env("/tmp"),
-                preexec_fn=_drop_privileges if as_nobody else None,
+                preexec_fn=(lambda: _drop_privileges(_sandbox_uid())) if unprivileged_child else None,
             )
             namespaces = done.stdout.strip() == "OK"
         except (OSError, subprocess.SubprocessError):
             namespaces = False
-    return Isolation(as_nobody, namespaces, namespaces, namespaces, interpreter)
+    return Isolation(unprivileged_child, namespaces, namespaces, namespaces, interpreter)
 
 
 # --- running one submission -------------------------------------------------------------------------
@@ -410,7 +421,7 @@ def _tail(raw: bytes) -> str:
     return raw[-MAX_DETAIL:].decode("utf-8", "replace").strip()
 
 
-def _limits_preexec(limits: Limits, as_nobody: bool):  # noqa: ANN202 - a closure for Popen
+def _limits_preexec(limits: Limits, uid: int | None):  # noqa: ANN202 - a closure for Popen
     import resource
 
     def apply() -> None:
@@ -420,8 +431,8 @@ def _limits_preexec(limits: Limits, as_nobody: bool):  # noqa: ANN202 - a closur
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
         resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if as_nobody:
-            _drop_privileges()
+        if uid is not None:
+            _drop_privileges(uid)
 
     return apply
 
@@ -431,8 +442,9 @@ def _execute(payload: str, limits: Limits) -> tuple[str, bytes]:
     layers = isolation()
     workdir = tempfile.mkdtemp(prefix="mtrl-sandbox-")
     try:
-        if layers.drops_to_nobody:
-            os.chown(workdir, NOBODY, NOBODY)
+        uid = _sandbox_uid() if layers.drops_privileges else None
+        if uid is not None:
+            os.chown(workdir, uid, uid)
         command = [layers.interpreter, "-I", "-S", "-c", HARNESS]
         if layers.network_namespace:
             command = [*_namespace_prefix(_hidden_paths()), *command]
@@ -440,7 +452,7 @@ def _execute(payload: str, limits: Limits) -> tuple[str, bytes]:
             command, cwd=workdir, env=scrubbed_env(workdir),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so one killpg reaches every descendant
-            preexec_fn=_limits_preexec(limits, layers.drops_to_nobody),
+            preexec_fn=_limits_preexec(limits, uid),
         )
         try:
             assert proc.stdin is not None and proc.stdout is not None

@@ -480,7 +480,8 @@ def _combinations(family: Family) -> list[dict[str, Any]]:
     return found
 
 
-def _expected(source: str, entry_point: str, args: tuple[Any, ...]) -> Any:
+def evaluate_trusted(source: str, entry_point: str, args: tuple[Any, ...]) -> Any:
+    """Call `entry_point` of OUR OWN `source` in this process (reference and guessed variants only, never model code)."""
     namespace: dict[str, Any] = {}
     exec(compile(source, f"<reference {entry_point}>", "exec"), namespace)  # our own reference code
     try:
@@ -490,7 +491,7 @@ def _expected(source: str, entry_point: str, args: tuple[Any, ...]) -> Any:
 
 
 def _outputs(source: str, entry_point: str, inputs: Sequence[tuple[Any, ...]]) -> list[Any]:
-    return [_record(_expected(source, entry_point, args)) for args in inputs]
+    return [_record(evaluate_trusted(source, entry_point, args)) for args in inputs]
 
 
 def _record(value: Any) -> Any:
@@ -500,7 +501,7 @@ def _record(value: Any) -> Any:
 def _make_task(family: Family, hidden: dict[str, Any], index: int) -> Task:
     params = {**family.defaults(), **hidden}
     reference = family.render(params)
-    tests = tuple(TestCase(args, _expected(reference, family.entry_point, args)) for args in family.inputs)
+    tests = tuple(TestCase(args, evaluate_trusted(reference, family.entry_point, args)) for args in family.inputs)
     return Task(
         id=f"{family.name}_{index:02d}", family=family.name, brief=family.brief, entry_point=family.entry_point,
         hidden=hidden, params=params, details=family.details, tests=tests, render=family.render,
