@@ -16,4 +16,7 @@ environment, runnable offline:
 | `policy` | the stand-in coder: a small softmax policy over four actions, trained by group-relative policy gradient |
 | `trainer` | the training loop and the reward variants the lesson reproduces |
 | `instrumentation` | per-component mean and within-group spread, the dead-component flag, advantage shares, transcript sorting |
+| `report` | reading the stored multi-seed results of experiments/composite_rewards.py |
+| `byoo` | Nova Forge's `load_environment()` and the rollout report of a model's conversation |
+| `forge` | the environment bundle, the `rollout.delegate: true` recipe fragment, the infrastructure and its clean-up |
 """
