@@ -413,3 +413,8 @@ def test_a_fork_bomb_does_not_starve_a_sandbox_running_beside_it() -> None:
         bombing.result()
     assert beside.status == sandbox.OK and beside.correctness == 1.0
     assert wait_until_gone() == []
+
+
+def test_the_process_budget_comes_on_top_of_what_a_shared_uid_already_runs() -> None:
+    assert sandbox.process_budget(LIMITS, uid=sandbox.SANDBOX_UID_BASE) == LIMITS.processes
+    assert sandbox.process_budget(LIMITS, uid=None) > LIMITS.processes  # this test process alone counts

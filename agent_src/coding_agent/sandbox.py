@@ -321,7 +321,8 @@ def isolation() -> Isolation:
             done = subprocess.run(
                 [*_namespace_prefix(_hidden_paths()), interpreter, "-I", "-S", "-c", probe],
                 capture_output=True, text=True, timeout=15, env=scrubbed_env("/tmp"),
-                preexec_fn=(lambda: _drop_privileges(_sandbox_uid())) if unprivileged_child else None,
+                # The same limits as a real run, so a probe that passes means runs can start.
+                preexec_fn=_limits_preexec(DEFAULT_LIMITS, _sandbox_uid() if unprivileged_child else None),
             )
             namespaces = done.stdout.strip() == "OK"
         except (OSError, subprocess.SubprocessError):
@@ -421,13 +422,39 @@ def _tail(raw: bytes) -> str:
     return raw[-MAX_DETAIL:].decode("utf-8", "replace").strip()
 
 
+def _processes_of(uid: int) -> int:
+    count = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                count += entry.stat().st_uid == uid
+            except OSError:
+                continue
+    return count
+
+
+def process_budget(limits: Limits, uid: int | None) -> int:
+    """The RLIMIT_NPROC value that gives the child `limits.processes` processes of its own.
+
+    RLIMIT_NPROC counts every process of the child's real uid. A fresh sandbox uid owns none, so
+    the limit is the budget itself; a child that keeps our uid (no root parent) shares the count
+    with everything we already run, so the budget goes on top of that, or a desktop session with
+    hundreds of processes would leave the child unable to start at all.
+    """
+    if uid is not None or not Path("/proc").is_dir():
+        return limits.processes
+    return limits.processes + _processes_of(os.getuid())
+
+
 def _limits_preexec(limits: Limits, uid: int | None):  # noqa: ANN202 - a closure for Popen
     import resource
+
+    processes = process_budget(limits, uid)  # counted here, before the fork
 
     def apply() -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+        resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
         resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
