@@ -418,3 +418,14 @@ def test_a_fork_bomb_does_not_starve_a_sandbox_running_beside_it() -> None:
 def test_the_process_budget_comes_on_top_of_what_a_shared_uid_already_runs() -> None:
     assert sandbox.process_budget(LIMITS, uid=sandbox.SANDBOX_UID_BASE) == LIMITS.processes
     assert sandbox.process_budget(LIMITS, uid=None) > LIMITS.processes  # this test process alone counts
+
+
+@pytest.mark.skipif(not LAYERS.network_namespace, reason="no namespace wrapper on this machine")
+def test_a_broken_sandbox_is_its_own_status_and_is_not_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    # If the wrapper cannot start, scoring the code 0 would be a silently dead scorer of our own.
+    monkeypatch.setattr(sandbox, "_namespace_prefix", lambda hidden: ["unshare", "--no-such-option", "--"])
+    sandbox.clear_cache()
+    first = sandbox.run_tests(GOOD, "add", ADD, LIMITS)
+    again = sandbox.run_tests(GOOD, "add", ADD, LIMITS)
+    assert first.status == again.status == sandbox.SANDBOX_ERROR and not again.cached
+    assert "could not start" in first.detail

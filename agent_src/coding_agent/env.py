@@ -177,7 +177,11 @@ def warm_cache(tasks: Sequence[Task], config: EnvConfig = EnvConfig(), workers: 
 def summary(rollouts: Sequence[Rollout]) -> Mapping[str, float]:
     """Behaviour rates over a batch: what the lesson's tables and curves show."""
     n = max(len(rollouts), 1)
+    committed = [r for r in rollouts if r.verdict is not None]
     return {
+        # Of the committed code, the share the harness actually ran to a result: 0 means every
+        # correctness score this step is a harness problem, not a model problem.
+        "harness_ran_rate": sum(r.verdict.status == sandbox.OK for r in committed) / max(len(committed), 1),
         "asking_rate": sum(r.asked_first for r in rollouts) / n,
         "guess_rate": sum(r.turns[0].kind == "code" for r in rollouts if r.turns) / n,
         "commit_rate": sum(r.committed for r in rollouts) / n,

@@ -99,7 +99,13 @@ TIMEOUT = "timeout"
 OUTPUT_LIMIT = "output_limit"
 NO_RESULT = "no_result"  # exited without a result frame (exit at import, killed by a limit)
 FORGED = "forged_or_malformed_result"  # more than one frame, wrong nonce, wrong count
-STATUSES = (OK, SYNTAX_ERROR, MISSING_ENTRY_POINT, IMPORT_ERROR, TIMEOUT, OUTPUT_LIMIT, NO_RESULT, FORGED)
+# The sandbox itself failed before the code ran (namespace setup, no process left to fork). Not
+# the code's fault and never cached: scored as 0 it would be a silently dead scorer of our own.
+SANDBOX_ERROR = "sandbox_error"
+STATUSES = (OK, SYNTAX_ERROR, MISSING_ENTRY_POINT, IMPORT_ERROR, TIMEOUT, OUTPUT_LIMIT, NO_RESULT, FORGED, SANDBOX_ERROR)
+# How the wrapper reports its own failures: unshare's messages, the mount script's exit status.
+WRAPPER_PREFIXES = (b"unshare: ", b"sandbox: ")
+MOUNT_FAILED = 97
 
 
 # --- the harness: the only code the child runs besides the submission ---------------------------
@@ -283,7 +289,7 @@ def _namespace_prefix(hidden: Sequence[str]) -> list[str]:
     mounts = " ".join(shlex.quote(p) for p in ("/tmp", "/var/tmp", "/dev/shm", *sorted(hidden, key=len)))
     script = (
         f"for d in {mounts}; do "
-        f'if [ -d "$d" ]; then mount -t tmpfs -o size={TMPFS_SIZE},mode=0777 none "$d" || exit 97; fi; '
+        f'if [ -d "$d" ]; then mount -t tmpfs -o size={TMPFS_SIZE},mode=0777 none "$d" || exit {MOUNT_FAILED}; fi; '
         # No exec: the shell stays PID 1 of the namespace and Python runs as its child. PID 1 is
         # immune to signals it has no handler for, including the kernel's SIGXCPU/SIGKILL for
         # RLIMIT_CPU, so a harness running as PID 1 would only ever stop at the wall clock.
@@ -366,7 +372,8 @@ def run_tests(code: str, entry_point: str, cases: Sequence[TestCase], limits: Li
     verdict = _judge(code, entry_point, cases, limits)
     if len(_CACHE) >= CACHE_MAX:
         _CACHE.pop(next(iter(_CACHE)))
-    _CACHE[key] = verdict
+    if verdict.status != SANDBOX_ERROR:
+        _CACHE[key] = verdict
     return verdict
 
 
@@ -379,8 +386,10 @@ def _judge(code: str, entry_point: str, cases: Sequence[TestCase], limits: Limit
         return Verdict(SYNTAX_ERROR, 0, total, time.monotonic() - started, f"{type(exc).__name__}: {exc}"[:MAX_DETAIL])
     nonce = secrets.token_hex(16)
     payload = json.dumps({"nonce": nonce, "code": code, "entry_point": entry_point, "calls": [list(c.args) for c in cases]})
-    status, raw = _execute(payload, limits)
+    status, raw, returncode = _execute(payload, limits)
     seconds = time.monotonic() - started
+    if status == OK and (returncode == MOUNT_FAILED or raw.startswith(WRAPPER_PREFIXES)):
+        return Verdict(SANDBOX_ERROR, 0, total, seconds, "the sandbox could not start the program: " + _tail(raw))
     if status != OK:
         return Verdict(status, 0, total, seconds, _tail(raw))
     frames = _frames(raw, nonce)
@@ -464,8 +473,8 @@ def _limits_preexec(limits: Limits, uid: int | None):  # noqa: ANN202 - a closur
     return apply
 
 
-def _execute(payload: str, limits: Limits) -> tuple[str, bytes]:
-    """Run the harness on `payload`; (status, everything it wrote) with status OK, TIMEOUT or OUTPUT_LIMIT."""
+def _execute(payload: str, limits: Limits) -> tuple[str, bytes, int | None]:
+    """Run the harness on `payload`: (OK, TIMEOUT or OUTPUT_LIMIT; everything it wrote; exit status)."""
     layers = isolation()
     workdir = tempfile.mkdtemp(prefix="mtrl-sandbox-")
     try:
@@ -491,7 +500,7 @@ def _execute(payload: str, limits: Limits) -> tuple[str, bytes]:
             status, raw = _collect(proc, limits)
         finally:
             _kill_group(proc)
-        return status, raw
+        return status, raw, proc.returncode
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
