@@ -282,7 +282,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         "instrumentation, reproduce the collapse to guessing, ablate every component, and package "
         "the environment for Nova Forge.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=67,
+        offline_seconds=85,
         live_time="not measured (the Nova Forge post reports no training time)",
         live_cost="a Nova Forge subscription plus a SageMaker HyperPod cluster (the Nova infra sample "
         "defaults to 10 x ml.p5.48xlarge); prices are not in our sources",
