@@ -14,7 +14,8 @@ TASK = tasks.all_tasks()[0]
 
 def test_the_bundle_has_the_layout_the_container_installs(tmp_path: Path) -> None:
     archive = forge.bundle(tmp_path)
-    names = tarfile.open(archive).getnames()
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
     assert f"{forge.ENV_ID}/pyproject.toml" in names and f"{forge.ENV_ID}/{forge.MODULE}/__init__.py" in names
     assert all(f"{forge.ENV_ID}/coding_agent/{n}" in names for n in forge.SHIPPED)
     assert archive.read_bytes() == forge.bundle(tmp_path).read_bytes()  # reproducible bytes

@@ -10,8 +10,8 @@ instead of pretending.
 from __future__ import annotations
 
 import json
-import shutil
 import os
+import shutil
 import signal
 import socket
 import subprocess

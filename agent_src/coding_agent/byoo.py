@@ -20,7 +20,7 @@ from typing import Any
 from coding_agent import reward, sandbox, tasks
 from coding_agent.simulator import RuleBasedUser
 
-CODE_BLOCK = re.compile(r"```(?:python)?\s*\n(.*?)```", re.S)
+CODE_BLOCK = re.compile(r"```(?:python)?\s*\n(.*?)```", re.DOTALL)
 SYSTEM_PROMPT = (
     "You are a programmer helping a user. The request is under-specified. Each turn, either ask the user "
     "one clarifying question, or commit your final code in a single ```python block (this ends the conversation)."

@@ -10,6 +10,7 @@ the sources name, cited where they come from.
 
 from __future__ import annotations
 
+import gzip
 import shutil
 import tarfile
 from pathlib import Path
@@ -61,7 +62,8 @@ def bundle(out_dir: Path) -> Path:
     for name in SHIPPED:
         shutil.copyfile(package / name, root / "coding_agent" / name)
     archive = root.parent / f"{ENV_ID}.tar.gz"
-    with tarfile.open(archive, "w:gz") as tar:
+    # gzip stamps the time into its header unless told otherwise; mtime=0 keeps the bytes stable.
+    with gzip.GzipFile(archive, "wb", mtime=0) as packed, tarfile.open(fileobj=packed, mode="w") as tar:
         for path in sorted(root.rglob("*")):
             if path.is_file():
                 info = tar.gettarinfo(str(path), arcname=str(path.relative_to(root.parent)))

@@ -102,7 +102,7 @@ def panel(history: Sequence[Mapping[str, float]], names: Sequence[str], title: s
     bottom.set_xlabel("training step")
     top.legend(fontsize=8, loc="best")
     top.set_title(title)
-    bottom.annotate("x = flagged dead (no within-group spread for %d steps)" % window, xy=(0.01, 0.92),
+    bottom.annotate(f"x = flagged dead (no within-group spread for {window} steps)", xy=(0.01, 0.92),
                     xycoords="axes fraction", fontsize=8)
     fig.tight_layout()
     return fig

@@ -104,7 +104,7 @@ FORGED = "forged_or_malformed_result"  # more than one frame, wrong nonce, wrong
 SANDBOX_ERROR = "sandbox_error"
 STATUSES = (OK, SYNTAX_ERROR, MISSING_ENTRY_POINT, IMPORT_ERROR, TIMEOUT, OUTPUT_LIMIT, NO_RESULT, FORGED, SANDBOX_ERROR)
 # How the wrapper reports its own failures: unshare's messages, the mount script's exit status.
-WRAPPER_PREFIXES = (b"unshare: ", b"sandbox: ")
+WRAPPER_PREFIXES = (b"unshare: ", b"prlimit: ", b"sandbox: ")
 MOUNT_FAILED = 97
 
 
@@ -323,12 +323,12 @@ def isolation() -> Isolation:
             "hidden = not os.path.isdir(p) or not os.listdir(p)\n"
             "print('OK' if net and hidden and os.getppid() == 1 else 'NO')\n"  # the shell is PID 1
         )
+        # The same limits and uid switch as a real run, so a probe that passes means runs can start.
+        prefix, spawn = _spawn(DEFAULT_LIMITS, _sandbox_uid() if unprivileged_child else None)
         try:
             done = subprocess.run(
-                [*_namespace_prefix(_hidden_paths()), interpreter, "-I", "-S", "-c", probe],
-                capture_output=True, text=True, timeout=15, env=scrubbed_env("/tmp"),
-                # The same limits as a real run, so a probe that passes means runs can start.
-                preexec_fn=_limits_preexec(DEFAULT_LIMITS, _sandbox_uid() if unprivileged_child else None),
+                [*prefix, *_namespace_prefix(_hidden_paths()), interpreter, "-I", "-S", "-c", probe],
+                check=False, capture_output=True, text=True, timeout=15, env=scrubbed_env("/tmp"), **spawn,
             )
             namespaces = done.stdout.strip() == "OK"
         except (OSError, subprocess.SubprocessError):
@@ -455,7 +455,26 @@ def process_budget(limits: Limits, uid: int | None) -> int:
     return limits.processes + _processes_of(os.getuid())
 
 
-def _limits_preexec(limits: Limits, uid: int | None):  # noqa: ANN202 - a closure for Popen
+def _spawn(limits: Limits, uid: int | None) -> tuple[list[str], dict[str, Any]]:
+    """(command prefix, Popen keyword arguments) that start a child under `limits` as `uid`.
+
+    With util-linux `prlimit`, the limits are set by an exec'd program and the uid switch by
+    Popen itself (in C, after the fork), so no Python code runs between fork and exec: the
+    thread pool that judges submissions in parallel cannot deadlock a child on a lock another
+    thread held at fork time, which `preexec_fn` can. Without `prlimit`, `preexec_fn` it is.
+    """
+    processes = process_budget(limits, uid)
+    if shutil.which("prlimit"):
+        prefix = [
+            "prlimit", f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}", f"--as={limits.memory_bytes}",
+            f"--nproc={processes}", f"--fsize={limits.file_bytes}", f"--nofile={limits.open_files}", "--core=0", "--",
+        ]
+        kwargs: dict[str, Any] = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
+        return prefix, kwargs
+    return [], {"preexec_fn": _limits_preexec(limits, uid)}
+
+
+def _limits_preexec(limits: Limits, uid: int | None):
     import resource
 
     processes = process_budget(limits, uid)  # counted here, before the fork
@@ -484,11 +503,12 @@ def _execute(payload: str, limits: Limits) -> tuple[str, bytes, int | None]:
         command = [layers.interpreter, "-I", "-S", "-c", HARNESS]
         if layers.network_namespace:
             command = [*_namespace_prefix(_hidden_paths()), *command]
+        prefix, spawn = _spawn(limits, uid)
         proc = subprocess.Popen(
-            command, cwd=workdir, env=scrubbed_env(workdir),
+            [*prefix, *command], cwd=workdir, env=scrubbed_env(workdir),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so one killpg reaches every descendant
-            preexec_fn=_limits_preexec(limits, uid),
+            **spawn,
         )
         try:
             assert proc.stdin is not None and proc.stdout is not None

@@ -157,7 +157,7 @@ HARD_TASK_SKILL = 0.15  # hard tasks: knowing the spec rarely suffices (the post
 def variants() -> dict[str, TrainConfig]:
     """Named configurations the script and the notebook train (seed set by the caller)."""
     hard = EnvConfig(skill=HARD_TASK_SKILL)
-    from coding_agent.reward import GATED_WITH_EFFICIENCY, COMPONENTS
+    from coding_agent.reward import COMPONENTS, GATED_WITH_EFFICIENCY
 
     found = {
         "taught": TrainConfig(),
