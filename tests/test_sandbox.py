@@ -300,10 +300,14 @@ def test_writes_outside_the_sandbox_do_not_land(tmp_path: Path) -> None:
     targets = [tmp_path / "pwned.txt", Path(tempfile.gettempdir()) / f"mtrl-escape-{uuid.uuid4().hex}",
                Path(sandbox.__file__).with_name(f"pwned-{uuid.uuid4().hex}.py")]
     before = sandbox_dirs()
-    judge("def add(a, b):\n    for p in %r:\n        try:\n            open(p, 'w').write('x')\n        except OSError:\n            pass\n    return a + b\n"
-          % [str(t) for t in targets])
-    assert [t for t in targets if t.exists()] == []
-    assert sandbox_dirs() <= before, "the sandbox left its working directory behind"
+    try:
+        judge("def add(a, b):\n    for p in %r:\n        try:\n            open(p, 'w').write('x')\n        except OSError:\n            pass\n    return a + b\n"
+              % [str(t) for t in targets])
+        assert [t for t in targets if t.exists()] == []
+        assert sandbox_dirs() <= before, "the sandbox left its working directory behind"
+    finally:  # a failing run must not leave its litter behind for the next one
+        for target in targets:
+            target.unlink(missing_ok=True)
 
 
 def test_bad_code_leaves_nothing_on_disk() -> None:
