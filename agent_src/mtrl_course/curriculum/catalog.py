@@ -277,13 +277,31 @@ NOTEBOOKS: tuple[Entry, ...] = (
         nn="11",
         slug="custom_composite_rewards",
         title="Bonus: custom composite rewards with Nova Forge",
-        summary="Build a weighted composite reward (correctness, asking first, penalties) and "
-        "the per-component checks that catch dead or saturated reward channels.",
-        modes=_NO_LIVE_PART,
-        offline_seconds=None,
-        live_time=None,
-        live_cost=None,
-        prerequisites=("09",),
+        summary="Train a stand-in coder against a four-component reward (hidden tests run in a "
+        "sandbox that judges outputs itself), catch a silently dead scorer with per-component "
+        "instrumentation, reproduce the collapse to guessing, ablate every component, and package "
+        "the environment for Nova Forge.",
+        modes=(OFFLINE, LIVE),
+        offline_seconds=85,
+        live_time="not measured (the Nova Forge post reports no training time)",
+        live_cost="a Nova Forge subscription plus a SageMaker HyperPod cluster (the Nova infra sample "
+        "defaults to 10 x ml.p5.48xlarge); prices are not in our sources",
+        billable=(
+            "SageMaker HyperPod cluster instances (ml.p5.48xlarge in the Nova infra sample)",
+            "Amazon ECS on Fargate reward workers",
+            "the BYOO stack's Lambda, SQS and DynamoDB",
+            "S3 storage for the environment bundle",
+        ),
+        creates=(
+            "the Nova infra sample's stacks (HyperPod, EKS, VPC, ECS reward workers, pipeline)",
+            "one NovaForgeSDK stack per environment run (proxy Lambda, SQS queues, DynamoDB)",
+            "the environment bundle in S3",
+        ),
+        cleaned_up_in="11",
+        prerequisites=(
+            "09",
+            "live: a Nova Forge subscription, ml.p5.48xlarge quota, and the Nova infra sample (aws-samples/sample-nova-multi-turn-rl-infra) checked out",
+        ),
     ),
 )
 
