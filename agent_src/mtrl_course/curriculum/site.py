@@ -1,0 +1,213 @@
+"""The course as a static website (`make site`): the committed notebooks, README and docs, rendered.
+
+`prepare()` writes a MkDocs project into `build/site-src/` (git-ignored): the README as the home
+page, every catalog notebook whose file exists, an overview page generated from the catalog that
+also lists the notebooks still in preparation (named, not linked), and the pages of `docs/`.
+`build()` renders it with mkdocs-material and mkdocs-jupyter into `build/site/`.
+
+Why the copies are rewritten instead of pointing MkDocs at the repository:
+- links between notebooks (`05_launch_training.ipynb`, `../README.md`) are written for GitHub and
+  JupyterLab; mkdocs-jupyter renders notebook markdown itself, so MkDocs never fixes those links,
+  and a link to a notebook that is still in preparation would be a dead link on the site;
+- links from the README or docs to repository files that are not pages (`LICENSE`, source files)
+  would be dead too: they become plain code text naming the path.
+
+The site is built for offline reading: theme fonts off (no Google Fonts request), no RequireJS,
+and MathJax replaced by an empty data: script (the notebooks contain no math, and their dollar
+amounts must not be typeset as formulas). `tests/test_site.py` proves no request leaves the
+machine in a real browser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import posixpath
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from mtrl_course import config
+from mtrl_course.curriculum import catalog
+
+SRC_DIR = config.REPO_ROOT / "build" / "site-src"
+SITE_DIR = config.REPO_ROOT / "build" / "site"
+DOCS_DIR = config.REPO_ROOT / "docs"
+SITE_NAME = "Multi-turn RL for agents on Amazon SageMaker AI"
+OVERVIEW_PAGE = "notebooks/index.md"
+# The design notes go first: they explain the layers the other pages refer to.
+DOC_TITLES = {"DESIGN.md": "Design notes", "REWARD.md": "The reward on one page", "INSTRUCTOR_GUIDE.md": "Instructor guide"}
+# An empty script instead of MathJax from a CDN (see the module docstring).
+NO_MATHJAX = "data:text/javascript,"
+MARKDOWN_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(([^)\s]+)\)")
+
+
+# ------------------------------------------------------------------------------ link rewriting
+def _is_external(target: str) -> bool:
+    return bool(re.match(r"^[a-z][a-z0-9+.-]*:", target)) or target.startswith(("#", "//"))
+
+
+def site_target(repo_path: str) -> str | None:
+    """Where a repository path lives on the site (a path in the docs folder), or None if nowhere.
+
+    `repo_path` is relative to the repository root, normalised ("notebooks/05_x.ipynb").
+    """
+    if repo_path == "README.md":
+        return "index.md"
+    if repo_path.startswith("docs/") and repo_path.endswith(".md") and (config.REPO_ROOT / repo_path).is_file():
+        return repo_path
+    if repo_path.startswith("notebooks/") and repo_path.endswith(".ipynb"):
+        name = repo_path.removeprefix("notebooks/")
+        if any(entry.filename == name and entry.path.is_file() for entry in catalog.NOTEBOOKS):
+            return repo_path
+    return None
+
+
+def rewrite_links(text: str, repo_dir: str, page: str, *, html_targets: bool) -> str:
+    """Rewrite markdown links in `text`, written in repository folder `repo_dir`, for site page `page`.
+
+    Links to pages of the site stay links (to the `.html` file when `html_targets`, as notebook
+    markdown is not processed by MkDocs); links to anything else in the repository become code
+    text naming the path; external links and anchors are left alone.
+    """
+
+    def replace(match: re.Match[str]) -> str:
+        bang, label, target = match.groups()
+        if bang or _is_external(target):
+            return match.group(0)
+        path, _, anchor = target.partition("#")
+        repo_path = posixpath.normpath(posixpath.join(repo_dir, path)) if repo_dir else posixpath.normpath(path)
+        where = site_target(repo_path)
+        if where is None:
+            if label.startswith("`") or repo_path.startswith(".."):
+                return label
+            return f"{label} (`{repo_path}`)" if label.strip("`") != repo_path else f"`{repo_path}`"
+        if html_targets:
+            where = re.sub(r"\.(md|ipynb)$", ".html", where)
+        relative = posixpath.relpath(where, posixpath.dirname(page) or ".")
+        return f"[{label}]({relative}{'#' + anchor if anchor else ''})"
+
+    return MARKDOWN_LINK.sub(replace, text)
+
+
+# --------------------------------------------------------------------------------- the project
+def overview_markdown() -> str:
+    """The notebooks page: every catalog entry; those whose file is missing are named, not linked."""
+    lines = [
+        "# The notebooks",
+        "",
+        "Every notebook runs offline by default; its banner says what live mode costs and creates.",
+        "",
+        "| # | notebook | what you do | offline |",
+        "|---|---|---|---|",
+    ]
+    for entry in catalog.NOTEBOOKS:
+        title = f"[{entry.title}]({entry.filename})" if entry.path.is_file() else f"{entry.title} (in preparation)"
+        lines.append(f"| {entry.nn} | {title} | {entry.summary} | {catalog.format_offline_time(entry.offline_seconds)} |")
+    return "\n".join(lines) + "\n"
+
+
+def nav() -> list[Any]:
+    """The site's navigation, from the catalog: only notebooks whose file exists get an entry."""
+    notebooks: list[Any] = [{"Overview": OVERVIEW_PAGE}]
+    notebooks += [{entry.label: f"notebooks/{entry.filename}"} for entry in catalog.NOTEBOOKS if entry.path.is_file()]
+    docs = [{title: f"docs/{name}"} for name, title in DOC_TITLES.items() if (DOCS_DIR / name).is_file()]
+    return [{"Home": "index.md"}, {"Notebooks": notebooks}, {"About the course": docs}]
+
+
+def mkdocs_config(src_dir: Path, site_dir: Path) -> dict[str, Any]:
+    return {
+        "site_name": SITE_NAME,
+        "docs_dir": str(src_dir / "docs"),
+        "site_dir": str(site_dir),
+        # Plain .html files: the site also works from a file:// folder and any static server.
+        "use_directory_urls": False,
+        "theme": {"name": "material", "font": False, "features": ["navigation.sections", "navigation.footer"]},
+        "markdown_extensions": ["tables", "admonition", {"toc": {"permalink": False}}],
+        "plugins": [
+            "search",
+            {
+                "mkdocs-jupyter": {
+                    "include": ["*.ipynb"],
+                    "execute": False,
+                    "include_requirejs": False,
+                    "include_source": False,
+                    "custom_mathjax_url": NO_MATHJAX,
+                    "cache": False,
+                }
+            },
+        ],
+        "validation": {"links": {"not_found": "warn", "absolute_links": "warn", "unrecognized_links": "warn"}},
+        "nav": nav(),
+    }
+
+
+def _notebook_copy(path: Path) -> dict[str, Any]:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    page = f"notebooks/{path.name}"
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            cell["source"] = rewrite_links(source, "notebooks", page, html_targets=True)
+    return dict(nb)
+
+
+def prepare(src_dir: Path = SRC_DIR, site_dir: Path = SITE_DIR) -> Path:
+    """Write the MkDocs project for the site into `src_dir`; returns its mkdocs.yml."""
+    import yaml
+
+    malformed = catalog.problems()
+    if malformed:
+        raise ValueError("the notebook catalog has problems:\n  " + "\n  ".join(malformed))
+    shutil.rmtree(src_dir, ignore_errors=True)
+    docs = src_dir / "docs"
+    (docs / "notebooks").mkdir(parents=True)
+    (docs / "docs").mkdir()
+    readme = catalog.README_FILE.read_text(encoding="utf-8")
+    (docs / "index.md").write_text(rewrite_links(readme, "", "index.md", html_targets=False), encoding="utf-8")
+    (docs / OVERVIEW_PAGE).write_text(overview_markdown(), encoding="utf-8")
+    for entry in catalog.NOTEBOOKS:
+        if entry.path.is_file():
+            copy = _notebook_copy(entry.path)
+            (docs / "notebooks" / entry.filename).write_text(json.dumps(copy, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    for name in DOC_TITLES:
+        if (DOCS_DIR / name).is_file():
+            text = (DOCS_DIR / name).read_text(encoding="utf-8")
+            (docs / "docs" / name).write_text(rewrite_links(text, "docs", f"docs/{name}", html_targets=False), encoding="utf-8")
+    config_file = src_dir / "mkdocs.yml"
+    config_file.write_text(yaml.safe_dump(mkdocs_config(src_dir, site_dir), sort_keys=False), encoding="utf-8")
+    return config_file
+
+
+def build(src_dir: Path = SRC_DIR, site_dir: Path = SITE_DIR) -> Path:
+    """Prepare and render the site into `site_dir` (strict: any MkDocs warning fails); returns it."""
+    config_file = prepare(src_dir, site_dir)
+    shutil.rmtree(site_dir, ignore_errors=True)
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--config-file", str(config_file)]
+    ran = subprocess.run(command, capture_output=True, text=True, cwd=src_dir)
+    if ran.returncode != 0:
+        raise RuntimeError(f"mkdocs build failed (exit {ran.returncode}):\n{ran.stdout}{ran.stderr}")
+    return site_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mtrl_course.curriculum.site", description="Build the course website.")
+    parser.add_argument("--out", type=Path, default=SITE_DIR, help=f"output folder (default: {SITE_DIR})")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    try:
+        out = build(SRC_DIR, args.out.resolve())
+    except (RuntimeError, ValueError) as err:
+        print(f"site: FAILED\n{err}")
+        return 1
+    pages = len(list(out.rglob("*.html")))
+    print(f"site: {pages} pages in {out} ({time.perf_counter() - start:.1f} s); open {out / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
