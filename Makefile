@@ -1,8 +1,9 @@
 # Two commands a newcomer needs: `make course` and `make test`. Each creates (or reuses) the
 # local virtualenv in .venv from requirements.lock by itself; nothing else is required but
-# python3 (3.10+) and make.
+# python3 (3.11.5 or newer: the locked numpy, pandas, ipykernel and soupsieve need it) and make.
 
 PYTHON ?= python3
+PYTHON_MIN := 3.11.5
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml 2>/dev/null | cksum | cut -d' ' -f1)
@@ -11,18 +12,37 @@ export MTRL_MODE ?= offline
 export SAGEMAKER_TELEMETRY_DISABLED ?= true
 export MPLBACKEND ?= Agg
 
-.PHONY: help venv course test test-fast lint notebooks bench lock words dataset clean distclean
+.PHONY: help venv check-python course test test-fast lint notebooks bench lock words dataset site student lab clean distclean
 
 help:
 	@echo "make course     run the course's main job offline (creates .venv on first use)"
 	@echo "make test       lint, type-check, then run the whole test suite (unit, property, contract, nbval, hygiene)"
 	@echo "make lint       ruff (lint and format check) and mypy only"
-	@echo "make notebooks  re-execute every notebook offline and store its outputs"
+	@echo "make lab        open the notebooks in JupyterLab (this environment's python3 kernel, clean saves)"
+	@echo "make site       render the course as a static website in build/site/ (offline)"
+	@echo "make student    write output-free copies of the notebooks to student/ (generated, git-ignored)"
+	@echo "make notebooks  re-execute every notebook offline and store its outputs (rewrites notebooks/)"
 	@echo "make bench      print the benchmark medians and ratios"
 	@echo "make lock       regenerate requirements.lock from pyproject.toml (on purpose only)"
 	@echo "make clean      remove local state (.state, build); distclean also removes .venv"
 
+# One clear message instead of a resolver error when the interpreter is too old (checked only
+# before a virtualenv is created; an existing .venv already passed).
+PYTHON_CHECK = version=$$($(PYTHON) -c 'import sys; print("%d.%d.%d" % tuple(sys.version_info[:3]))' 2>/dev/null) || { \
+		echo "No Python found as '$(PYTHON)': the course needs Python $(PYTHON_MIN) or newer; install it and run make again (or pass PYTHON=/path/to/python3.11)."; exit 1; }; \
+	$(PYTHON) -c 'import sys; sys.exit(tuple(sys.version_info[:3]) < (3, 11, 5))' || { \
+		echo "$(PYTHON) is Python $$version, but the course needs Python $(PYTHON_MIN) or newer (the pinned numpy, pandas and ipykernel require it): install Python $(PYTHON_MIN) or newer and run make again with PYTHON=/path/to/that/python3."; exit 1; }
+
+check-python:
+	@$(PYTHON_CHECK)
+
+# The notebooks' git filter (metadata only; see .gitattributes) is registered in this clone's
+# git config; git runs it from the top of the work tree, so the relative path holds.
+NBFILTER := $(BIN)/python -m mtrl_course.curriculum.nbfilter
+register-filter = git rev-parse --is-inside-work-tree >/dev/null 2>&1 && git config filter.mtrl-notebook.clean "$(NBFILTER)" || true
+
 $(STAMP): requirements.lock pyproject.toml
+	@test -x $(BIN)/python || { $(PYTHON_CHECK); }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
 		echo "$(PYTHON) could not create a virtualenv; on Debian or Ubuntu: sudo apt-get install python3-venv"; \
 		rm -rf $(VENV); exit 1; }
@@ -30,9 +50,11 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@rm -f $(VENV)/.installed-*
+	@$(register-filter)
 	@touch $@
 
 venv: $(STAMP)
+	@$(register-filter)
 
 # The course's main job: verify the data, play the reference games, train and evaluate the
 # stand-in offline, then execute notebooks 00 to 08 in fresh kernels (figures are refreshed;
@@ -61,6 +83,21 @@ test-fast: $(STAMP)
 notebooks: $(STAMP)
 	$(BIN)/mtrl notebooks run
 
+# JupyterLab on the course: the notebooks ask for `python3`, so this environment gets its own
+# python3 kernelspec, preferred over one in your home folder (mtrl_course/curriculum/lab.py).
+lab: $(STAMP)
+	@$(register-filter)
+	@$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" >/dev/null
+	$(BIN)/python -m mtrl_course.curriculum.lab
+
+# The course as a static website (mkdocs-material + mkdocs-jupyter), readable offline.
+site: $(STAMP)
+	$(BIN)/python -m mtrl_course.curriculum.site
+
+# Output-free copies for labs where learners run every cell; generated, never committed.
+student: $(STAMP)
+	$(BIN)/python -m mtrl_course.curriculum.student
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_game.py
 	$(BIN)/python benchmarks/bench_stack.py
@@ -82,7 +119,7 @@ lock:
 	rm -rf build/lockenv
 
 clean:
-	rm -rf .state build agent_src/app .pytest_cache .hypothesis
+	rm -rf .state build student agent_src/app .pytest_cache .hypothesis
 
 distclean: clean
 	rm -rf $(VENV)

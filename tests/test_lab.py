@@ -81,16 +81,30 @@ def test_the_filter_passes_anything_else_through(text: str) -> None:
     assert nbfilter.clean_text(text) == text
 
 
-_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-                     max_leaves=8)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
 
 
-@given(notebook_meta=st.dictionaries(st.text(max_size=12), _JSON, max_size=4),
-       cell_meta=st.dictionaries(st.sampled_from(["tags", "mtrl", "jupyter", "execution", "scrolled", "trusted"]), _JSON, max_size=4))
-def test_the_filter_is_idempotent_and_leaves_only_allowed_keys(notebook_meta: dict[str, Any], cell_meta: dict[str, Any]) -> None:
-    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": dict(notebook_meta, language_info={"name": "python", "version": "3.12"}),
-          "cells": [{"cell_type": "code", "id": "a", "metadata": cell_meta, "source": "1", "outputs": [], "execution_count": 1}]}
+@given(
+    notebook_meta=st.dictionaries(st.text(max_size=12), _JSON, max_size=4),
+    cell_meta=st.dictionaries(
+        st.sampled_from(["tags", "mtrl", "jupyter", "execution", "scrolled", "trusted"]), _JSON, max_size=4
+    ),
+)
+def test_the_filter_is_idempotent_and_leaves_only_allowed_keys(
+    notebook_meta: dict[str, Any], cell_meta: dict[str, Any]
+) -> None:
+    nb = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": dict(notebook_meta, language_info={"name": "python", "version": "3.12"}),
+        "cells": [
+            {"cell_type": "code", "id": "a", "metadata": cell_meta, "source": "1", "outputs": [], "execution_count": 1}
+        ],
+    }
     once = nbfilter.clean_text(json.dumps(nb))
     assert nbfilter.clean_text(once) == once
     cleaned = json.loads(once)
@@ -99,15 +113,25 @@ def test_the_filter_is_idempotent_and_leaves_only_allowed_keys(notebook_meta: di
 
 
 def test_gitattributes_routes_the_notebooks_through_the_filter() -> None:
-    ran = subprocess.run(["git", "-C", str(config.REPO_ROOT), "check-attr", "filter", "notebooks/00_setup.ipynb"],
-                         capture_output=True, text=True, check=True)
+    ran = subprocess.run(
+        ["git", "-C", str(config.REPO_ROOT), "check-attr", "filter", "notebooks/00_setup.ipynb"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert ran.stdout.strip().endswith(f"filter: {nbfilter.FILTER_NAME}"), ran.stdout
 
 
 def _git(repo: Path, *args: str) -> str:
-    env = dict(os.environ, PYTHONPATH=str(config.REPO_ROOT / "agent_src"), GIT_CONFIG_GLOBAL="/dev/null",
-               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.invalid", GIT_COMMITTER_NAME="t",
-               GIT_COMMITTER_EMAIL="t@example.invalid")
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(config.REPO_ROOT / "agent_src"),
+        GIT_CONFIG_GLOBAL="/dev/null",
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.invalid",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.invalid",
+    )
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, env=env).stdout
 
 
@@ -166,17 +190,28 @@ def lab_server(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
     token, port = uuid.uuid4().hex, _free_port()
     jupyter = tmp_path / "jupyter"
     env = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
-    env.update({
-        "JUPYTER_CONFIG_DIR": str(jupyter / "config"), "JUPYTER_RUNTIME_DIR": str(jupyter / "runtime"),
-        "JUPYTERLAB_SETTINGS_DIR": str(jupyter / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(jupyter / "workspaces"),
-        "MTRL_MODE": "offline",
-        "PYTHONPATH": str(config.REPO_ROOT / "agent_src"),
-    })
+    env.update(
+        {
+            "JUPYTER_CONFIG_DIR": str(jupyter / "config"),
+            "JUPYTER_RUNTIME_DIR": str(jupyter / "runtime"),
+            "JUPYTERLAB_SETTINGS_DIR": str(jupyter / "settings"),
+            "JUPYTERLAB_WORKSPACES_DIR": str(jupyter / "workspaces"),
+            "MTRL_MODE": "offline",
+            "PYTHONPATH": str(config.REPO_ROOT / "agent_src"),
+        }
+    )
     command = [
-        sys.executable, "-m", "jupyterlab", *lab.server_args(root), "--no-browser", f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        *lab.server_args(root),
+        "--no-browser",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
         # If this test dies, the server still stops by itself.
-        "--ServerApp.shutdown_no_activity_timeout=300", "--MappingKernelManager.cull_idle_timeout=300",
+        "--ServerApp.shutdown_no_activity_timeout=300",
+        "--MappingKernelManager.cull_idle_timeout=300",
     ]
     log = (tmp_path / "lab.log").open("w")
     server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=lab.lab_env(env), cwd=root)
@@ -185,7 +220,10 @@ def lab_server(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
         deadline = time.monotonic() + SERVER_STARTUP_TIMEOUT
         while True:
             try:
-                if httpx.get(f"{url}/api/status", headers={"Authorization": f"token {token}"}, timeout=5).status_code == 200:
+                if (
+                    httpx.get(f"{url}/api/status", headers={"Authorization": f"token {token}"}, timeout=5).status_code
+                    == 200
+                ):
                     break
             except httpx.HTTPError:
                 pass
@@ -211,9 +249,22 @@ async def _run_cells(ws_url: str, sources: list[str]) -> tuple[dict[str, Any], l
     conn = await websocket_connect(ws_url)
 
     def message(msg_type: str, content: dict[str, Any]) -> dict[str, Any]:
-        header = {"msg_id": uuid.uuid4().hex, "username": "learner", "session": session, "msg_type": msg_type,
-                  "version": "5.3", "date": datetime.now(timezone.utc).isoformat()}
-        return {"header": header, "parent_header": {}, "metadata": {}, "content": content, "channel": "shell", "buffers": []}
+        header = {
+            "msg_id": uuid.uuid4().hex,
+            "username": "learner",
+            "session": session,
+            "msg_type": msg_type,
+            "version": "5.3",
+            "date": datetime.now(timezone.utc).isoformat(),
+        }
+        return {
+            "header": header,
+            "parent_header": {},
+            "metadata": {},
+            "content": content,
+            "channel": "shell",
+            "buffers": [],
+        }
 
     async def request(msg: dict[str, Any]) -> tuple[dict[str, Any], list[Any], int | None]:
         await conn.write_message(json.dumps(msg))
@@ -240,8 +291,14 @@ async def _run_cells(ws_url: str, sources: list[str]) -> tuple[dict[str, Any], l
     info, _, _ = await request(message("kernel_info_request", {}))
     results = []
     for source in sources:
-        content = {"code": source, "silent": False, "store_history": True, "user_expressions": {},
-                   "allow_stdin": False, "stop_on_error": True}
+        content = {
+            "code": source,
+            "silent": False,
+            "store_history": True,
+            "user_expressions": {},
+            "allow_stdin": False,
+            "stop_on_error": True,
+        }
         reply, outputs, count = await request(message("execute_request", content))
         assert reply["status"] == "ok", f"cell failed in JupyterLab: {reply}\n{source}"
         results.append((int(count or reply["execution_count"]), outputs))
@@ -250,7 +307,9 @@ async def _run_cells(ws_url: str, sources: list[str]) -> tuple[dict[str, Any], l
 
 
 @pytest.mark.slow
-def test_open_run_and_save_in_jupyterlab_keeps_make_test_green(lab_server: tuple[str, str, Path], tmp_path: Path) -> None:
+def test_open_run_and_save_in_jupyterlab_keeps_make_test_green(
+    lab_server: tuple[str, str, Path], tmp_path: Path
+) -> None:
     url, token, root = lab_server
     path = f"notebooks/{executor.TEMPLATE_PATH.name}"
     headers = {"Authorization": f"token {token}"}
@@ -260,22 +319,33 @@ def test_open_run_and_save_in_jupyterlab_keeps_make_test_green(lab_server: tuple
         spec_name = nb["metadata"]["kernelspec"]["name"]
         specs = client.get("/api/kernelspecs").raise_for_status().json()["kernelspecs"]
         assert spec_name in specs, f"JupyterLab offers no {spec_name!r} kernel: {sorted(specs)}"
-        session = client.post("/api/sessions", json={"path": path, "name": path, "type": "notebook",
-                                                     "kernel": {"name": spec_name}}).raise_for_status().json()
+        session = (
+            client.post(
+                "/api/sessions", json={"path": path, "name": path, "type": "notebook", "kernel": {"name": spec_name}}
+            )
+            .raise_for_status()
+            .json()
+        )
         kernel_id = session["kernel"]["id"]
         ws_url = f"ws://127.0.0.1:{url.rsplit(':', 1)[1]}/api/kernels/{kernel_id}/channels?token={token}"
         code = [cell for cell in nb["cells"] if cell["cell_type"] == "code"]
-        info, results = asyncio.run(_run_cells(ws_url, ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-                                                        for c in code]))
+        info, results = asyncio.run(
+            _run_cells(ws_url, ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in code])
+        )
         # What JupyterLab's notebook model writes back on save.
         nb["metadata"]["language_info"] = info["language_info"]
-        nb["metadata"]["kernelspec"] = {"name": spec_name, "display_name": specs[spec_name]["spec"]["display_name"],
-                                        "language": specs[spec_name]["spec"]["language"]}
+        nb["metadata"]["kernelspec"] = {
+            "name": spec_name,
+            "display_name": specs[spec_name]["spec"]["display_name"],
+            "language": specs[spec_name]["spec"]["language"],
+        }
         for cell, (count, outputs) in zip(code, results, strict=True):
             cell["execution_count"] = count
             cell["outputs"] = executor._coalesce_streams(outputs)  # the output area merges a stream's messages
             cell["metadata"]["execution"] = {"iopub.execute_input": datetime.now(timezone.utc).isoformat()}
-        client.put(f"/api/contents/{path}", json={"type": "notebook", "format": "json", "content": nb}).raise_for_status()
+        client.put(
+            f"/api/contents/{path}", json={"type": "notebook", "format": "json", "content": nb}
+        ).raise_for_status()
         client.post(f"/api/contents/{path}/checkpoints").raise_for_status()
         client.delete(f"/api/sessions/{session['id']}").raise_for_status()
 

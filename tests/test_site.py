@@ -43,8 +43,16 @@ def test_readme_links_stay_markdown_for_mkdocs_and_repo_files_become_text() -> N
 
 
 def _missing_entry() -> catalog.Entry:
-    return catalog.Entry(nn="98", slug="not_written_yet", title="Not written yet", summary="A notebook in preparation.",
-                         modes=(catalog.OFFLINE,), offline_seconds=None, live_time=None, live_cost=None)
+    return catalog.Entry(
+        nn="98",
+        slug="not_written_yet",
+        title="Not written yet",
+        summary="A notebook in preparation.",
+        modes=(catalog.OFFLINE,),
+        offline_seconds=None,
+        live_time=None,
+        live_cost=None,
+    )
 
 
 def test_a_catalog_notebook_without_a_file_is_listed_but_not_linked(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -57,7 +65,9 @@ def test_a_catalog_notebook_without_a_file_is_listed_but_not_linked(monkeypatch:
     nav_targets = str(site.nav())
     assert missing.filename not in nav_targets
     assert all(f"notebooks/{e.filename}" in nav_targets for e in catalog.NOTEBOOKS if e.path.is_file())
-    link = site.rewrite_links(f"[{missing.label}]({missing.filename})", "notebooks", "notebooks/00_setup.ipynb", html_targets=True)
+    link = site.rewrite_links(
+        f"[{missing.label}]({missing.filename})", "notebooks", "notebooks/00_setup.ipynb", html_targets=True
+    )
     assert "](" not in link
 
 
@@ -129,11 +139,15 @@ def _browser_or_skip() -> tuple[str, object]:
     executable = _chromium()
     if executable is None:
         pytest.skip("no chromium on PATH: sudo apt-get install chromium (.ci/run does)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -e '.[test]'")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed: pip install -e '.[test]'"
+    )
     return executable, sync_api
 
 
-def browse(root: Path, base_url: str, pages: list[str], screenshots: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+def browse(
+    root: Path, base_url: str, pages: list[str], screenshots: tuple[str, ...] = ()
+) -> tuple[list[str], list[str]]:
     """Open every page in chromium; returns (requests that tried to leave the machine, problems)."""
     executable, sync_api = _browser_or_skip()
     left_machine: list[str] = []

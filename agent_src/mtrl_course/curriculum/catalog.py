@@ -101,7 +101,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         live_time="not measured (read-only checks)",
         live_cost="no charge: read-only checks of identity, Region and SDK versions",
         prerequisites=(
-            "Python 3.10+ and the course environment (`make venv`, or `environment.yml` in SageMaker Studio)",
+            "Python 3.11.5 or newer and the course environment (`make venv`, or `environment.yml` in SageMaker Studio)",
             "live: AWS credentials and a Region with gpt-oss-20b (us-east-1 or us-west-2)",
         ),
     ),

@@ -82,7 +82,11 @@ def pre_save_hook(model: dict[str, Any], path: str, **_: Any) -> None:
     modified (with an empty diff) until it is added; cleaning before the server writes the file
     means a notebook that was only opened, run and saved is byte-identical to the committed one.
     """
-    if model.get("type") == "notebook" and path.lstrip("/").startswith(COURSE_FOLDER) and isinstance(model.get("content"), dict):
+    if (
+        model.get("type") == "notebook"
+        and path.lstrip("/").startswith(COURSE_FOLDER)
+        and isinstance(model.get("content"), dict)
+    ):
         clean_metadata(model["content"])
 
 

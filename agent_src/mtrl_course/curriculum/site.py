@@ -40,7 +40,11 @@ DOCS_DIR = config.REPO_ROOT / "docs"
 SITE_NAME = "Multi-turn RL for agents on Amazon SageMaker AI"
 OVERVIEW_PAGE = "notebooks/index.md"
 # The design notes go first: they explain the layers the other pages refer to.
-DOC_TITLES = {"DESIGN.md": "Design notes", "REWARD.md": "The reward on one page", "INSTRUCTOR_GUIDE.md": "Instructor guide"}
+DOC_TITLES = {
+    "DESIGN.md": "Design notes",
+    "REWARD.md": "The reward on one page",
+    "INSTRUCTOR_GUIDE.md": "Instructor guide",
+}
 # An empty script instead of MathJax from a CDN (see the module docstring).
 NO_MATHJAX = "data:text/javascript,"
 MARKDOWN_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(([^)\s]+)\)")
@@ -107,7 +111,9 @@ def overview_markdown() -> str:
     ]
     for entry in catalog.NOTEBOOKS:
         title = f"[{entry.title}]({entry.filename})" if entry.path.is_file() else f"{entry.title} (in preparation)"
-        lines.append(f"| {entry.nn} | {title} | {entry.summary} | {catalog.format_offline_time(entry.offline_seconds)} |")
+        lines.append(
+            f"| {entry.nn} | {title} | {entry.summary} | {catalog.format_offline_time(entry.offline_seconds)} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -173,11 +179,15 @@ def prepare(src_dir: Path = SRC_DIR, site_dir: Path = SITE_DIR) -> Path:
     for entry in catalog.NOTEBOOKS:
         if entry.path.is_file():
             copy = _notebook_copy(entry.path)
-            (docs / "notebooks" / entry.filename).write_text(json.dumps(copy, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            (docs / "notebooks" / entry.filename).write_text(
+                json.dumps(copy, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
     for name in DOC_TITLES:
         if (DOCS_DIR / name).is_file():
             text = (DOCS_DIR / name).read_text(encoding="utf-8")
-            (docs / "docs" / name).write_text(rewrite_links(text, "docs", f"docs/{name}", html_targets=False), encoding="utf-8")
+            (docs / "docs" / name).write_text(
+                rewrite_links(text, "docs", f"docs/{name}", html_targets=False), encoding="utf-8"
+            )
     config_file = src_dir / "mkdocs.yml"
     config_file.write_text(yaml.safe_dump(mkdocs_config(src_dir, site_dir), sort_keys=False), encoding="utf-8")
     return config_file
@@ -195,7 +205,9 @@ def build(src_dir: Path = SRC_DIR, site_dir: Path = SITE_DIR) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mtrl_course.curriculum.site", description="Build the course website.")
+    parser = argparse.ArgumentParser(
+        prog="python -m mtrl_course.curriculum.site", description="Build the course website."
+    )
     parser.add_argument("--out", type=Path, default=SITE_DIR, help=f"output folder (default: {SITE_DIR})")
     args = parser.parse_args(argv)
     start = time.perf_counter()

@@ -72,7 +72,9 @@ def write(out_dir: Path = STUDENT_DIR) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mtrl_course.curriculum.student", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m mtrl_course.curriculum.student", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--out", type=Path, default=STUDENT_DIR, help=f"output folder (default: {STUDENT_DIR})")
     args = parser.parse_args(argv)
     written = write(args.out)
