@@ -186,7 +186,8 @@ def lab_server(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
     root = tmp_path / "course"
     (root / "notebooks").mkdir(parents=True)
     (root / "agent_src").symlink_to(config.REPO_ROOT / "agent_src")  # the bootstrap looks for it
-    shutil.copy(executor.TEMPLATE_PATH, root / "notebooks")
+    for path in config.NOTEBOOKS_DIR.glob("*.ipynb"):
+        shutil.copy(path, root / "notebooks")
     token, port = uuid.uuid4().hex, _free_port()
     jupyter = tmp_path / "jupyter"
     env = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
@@ -348,6 +349,16 @@ def test_open_run_and_save_in_jupyterlab_keeps_make_test_green(
         ).raise_for_status()
         client.post(f"/api/contents/{path}/checkpoints").raise_for_status()
         client.delete(f"/api/sessions/{session['id']}").raise_for_status()
+        # Every other notebook opened with that kernel and saved: the same metadata, the same file.
+        kernelspec = nb["metadata"]["kernelspec"]
+        for other in sorted(config.NOTEBOOKS_DIR.glob("*.ipynb")):
+            api_path = f"notebooks/{other.name}"
+            opened = client.get(f"/api/contents/{api_path}", params={"content": 1}).raise_for_status().json()["content"]
+            opened["metadata"].update(language_info=info["language_info"], kernelspec=kernelspec)
+            client.put(
+                f"/api/contents/{api_path}", json={"type": "notebook", "format": "json", "content": opened}
+            ).raise_for_status()
+            assert (root / api_path).read_bytes() == other.read_bytes(), f"saving {other.name} in JupyterLab changed it"
 
     saved_text = (root / path).read_text(encoding="utf-8")
     # The kernel reported its version and the session's kernelspec was written back; the pre-save
