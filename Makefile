@@ -37,9 +37,10 @@ check-python:
 	@$(PYTHON_CHECK)
 
 # The notebooks' git filter (metadata only; see .gitattributes) is registered in this clone's
-# git config; git runs it from the top of the work tree, so the relative path holds.
-NBFILTER := $(BIN)/python -m mtrl_course.curriculum.nbfilter
-register-filter = git rev-parse --is-inside-work-tree >/dev/null 2>&1 && git config filter.mtrl-notebook.clean "$(NBFILTER)" || true
+# git config; git runs it from the top of the work tree, so the relative path holds. Without the
+# virtualenv (after distclean) it passes files through unchanged instead of failing every git add.
+NBFILTER := if [ -x $(BIN)/python ]; then exec $(BIN)/python -m mtrl_course.curriculum.nbfilter; else exec cat; fi
+register-filter = git rev-parse --is-inside-work-tree >/dev/null 2>&1 && git config filter.mtrl-notebook.clean '$(NBFILTER)' || true
 
 $(STAMP): requirements.lock pyproject.toml
 	@test -x $(BIN)/python || { $(PYTHON_CHECK); }

@@ -41,7 +41,7 @@ def lab_env(base: dict[str, str] | None = None) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     extra = list(sys.argv[1:] if argv is None else argv)
     command = [sys.executable, "-m", "jupyterlab", *server_args(), *extra]
-    print("lab: " + " ".join(command[1:]))
+    print("lab: jupyter lab " + " ".join(command[3:]))
     os.execve(sys.executable, command, lab_env())
     return 0  # not reached: exec replaces this process
 
