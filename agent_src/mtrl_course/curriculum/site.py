@@ -195,6 +195,14 @@ def prepare(src_dir: Path = SRC_DIR, site_dir: Path = SITE_DIR) -> Path:
 
 def build(src_dir: Path = SRC_DIR, site_dir: Path = SITE_DIR) -> Path:
     """Prepare and render the site into `site_dir` (strict: any MkDocs warning fails); returns it."""
+    import importlib.util
+
+    missing = [name for name in ("mkdocs", "material", "mkdocs_jupyter") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise RuntimeError(
+            f"{', '.join(missing)} not installed in {sys.prefix}: run `make venv` (the lock pins them) "
+            "or pip install mkdocs mkdocs-material mkdocs-jupyter"
+        )
     config_file = prepare(src_dir, site_dir)
     shutil.rmtree(site_dir, ignore_errors=True)
     command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--config-file", str(config_file)]
