@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(in_process.env)
         runtimes = [in_process]
         prompts = _prompts()
-        fast, http, stock, threaded = [], [], [], []
+        fast, http, stock, stock_seq, threaded = [], [], [], [], []
         try:
             log = Path(state) / "runtimes.log"
             http_runtime = _process_runtime("wordle_agent.main:app", "BenchAgent", env, log)
@@ -288,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
             for run in range(args.runs):
                 fast.append(fast_lane(emulator, prompts, args.fast_episodes, run))
                 http.append(over_http(http_runtime, emulator, prompts, args.http_episodes, args.concurrency, run, "http"))
-                stock.append(over_http(stock_runtime, emulator, prompts, args.stock_episodes, 1, run, "stock"))
+                stock.append(over_http(stock_runtime, emulator, prompts, args.http_episodes, args.concurrency, run, "stock"))
+                stock_seq.append(over_http(stock_runtime, emulator, prompts, args.stock_episodes, 1, run, "stockseq"))
                 threaded.append(over_http(in_process, emulator, prompts, args.http_episodes, args.concurrency, run, "thread"))
                 print(f"run {run + 1}/{args.runs}: fast {fast[-1].episodes_per_s:.1f}, http {http[-1].episodes_per_s:.1f}, "
                       f"stock {stock[-1].episodes_per_s:.1f}, http in-process {threaded[-1].episodes_per_s:.1f} episodes/s",
@@ -305,7 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'path':<34} {'episodes/s':>9} {'model calls/s':>12} {'guesses/s':>10}")
     print(_row(f"fast lane ({FAST_LANE_WORKERS} threads)", fast))
     print(_row(f"full HTTP path ({args.concurrency} concurrent)", http))
-    print(_row("stock settings (sequential)", stock))
+    print(_row(f"stock settings ({args.concurrency} concurrent)", stock))
+    print(_row("stock settings (sequential)", stock_seq))
+    print(f"  ratio vs sequential stock: {_median([m.episodes_per_s for m in http]) / _median([m.episodes_per_s for m in stock_seq]):.2f}x")
     print(_row("full HTTP path, app in this process", threaded, "  (information)"))
     print()
     fast_ok = fast_eps >= TARGET_FAST_EPISODES_PER_S
