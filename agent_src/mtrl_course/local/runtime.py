@@ -52,6 +52,7 @@ import importlib
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -133,6 +134,14 @@ def _rollout_ids(payload: bytes, default_endpoint: str | None) -> tuple[str, str
     return endpoint.rstrip("/"), job_arn, trajectory
 
 
+def _signal_group(process: subprocess.Popen, signum: int) -> None:
+    """Signal the runtime's process group (it was started as its own session)."""
+    try:
+        os.killpg(process.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def _bound_socket(port: int = 0) -> socket.socket:
     # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and
     # without it keep-alive requests stall on delayed ACKs (about 40 ms each).
@@ -155,6 +164,9 @@ class LocalAgentRuntime:
         invoke_timeout: how long one invocation may take.
         region, account: where the ARN says the runtime lives (default: the offline ones).
         register: register with the offline backend (the default in offline mode).
+        workers: app processes sharing the port (subprocess mode). AgentCore runs every session
+            in its own microVM, so concurrent invocations never share an interpreter lock there;
+            one process here would serialise them on one core.
     """
 
     def __init__(
@@ -169,14 +181,18 @@ class LocalAgentRuntime:
         region: str | None = None,
         account: str | None = None,
         register: bool | None = None,
+        workers: int = 1,
     ):
         if not re.fullmatch(NAME_PATTERN, name):
             raise ValueError(f"runtime name {name!r} is not valid: it must match {NAME_PATTERN} (no hyphens)")
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if workers < 1 or (workers > 1 and mode != "subprocess"):
+            raise ValueError(f"workers must be 1, or more in subprocess mode; got {workers} in {mode} mode")
         if ":" not in app_import:
             raise ValueError(f"app_import must look like 'package.module:app', got {app_import!r}")
         self.app_import = app_import
+        self.workers = workers
         self.name = name
         self.mode = mode
         self.env = dict(env or {})
@@ -288,9 +304,13 @@ class LocalAgentRuntime:
         command = [
             sys.executable, "-m", "uvicorn", self.app_import, "--fd", str(sock.fileno()),
             "--lifespan", "off", "--log-level", "warning", "--no-access-log", "--timeout-graceful-shutdown", "1",
+            "--workers", str(self.workers),
         ]
         environment = {**os.environ, **self.env}
-        self._process = subprocess.Popen(command, env=environment, pass_fds=(sock.fileno(),), stdout=subprocess.DEVNULL)
+        # Its own process group: a stop reaches uvicorn's worker processes too, not only their supervisor.
+        self._process = subprocess.Popen(
+            command, env=environment, pass_fds=(sock.fileno(),), stdout=subprocess.DEVNULL, start_new_session=True
+        )
         sock.close()  # the child holds its own copy
 
     def _watch_ready(self) -> None:
@@ -340,15 +360,14 @@ class LocalAgentRuntime:
             server.should_exit = True
             server.force_exit = True
         if process is not None:
-            if cut:
-                process.kill()  # a redeploy ends the session's microVM; nothing is left to finish
-            else:
-                process.terminate()
+            # A redeploy ends the session's microVM: with invocations cut, nothing is left to finish.
+            _signal_group(process, signal.SIGKILL if cut else signal.SIGTERM)
             try:
                 process.wait(STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                process.kill()
+                _signal_group(process, signal.SIGKILL)
                 process.wait(STOP_TIMEOUT_S)
+            _signal_group(process, signal.SIGKILL)  # any worker its supervisor left behind
         if thread is not None:
             # Cut-off handler threads keep the old server's loop waiting for them (fenced, they
             # end quickly); the port is free already, so a restart does not wait for them long.
