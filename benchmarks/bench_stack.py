@@ -11,8 +11,8 @@ agent's model-client settings:
 - fast lane: the handler in-process with the Strands custom model provider (`local.fastlane`),
   two worker threads, as the local training runner uses it;
 - full HTTP path: the local AgentCore runtime (the real `BedrockAgentCoreApp` of
-  `wordle_agent.main`, served by uvicorn on loopback in `--workers` processes of its own, as
-  AgentCore runs each session in its own microVM apart from the service) invoked `--concurrency`
+  `wordle_agent.main`, served by uvicorn on loopback in a process of its own, or `--workers`, as
+  AgentCore runs the agent apart from the service) invoked `--concurrency`
   at a time; inside it `sagemaker_rft_handler` and `wrap_model` around the agent's own
   OpenAIModel (one shared SSL context for every request), talking to the Job Runtime emulator
   (in this process) over loopback HTTP with bearer tokens;
@@ -60,10 +60,10 @@ DEFAULT_STOCK_EPISODES = 16
 DEFAULT_CONCURRENCY = 8
 DEFAULT_PROFILE_EPISODES = 16
 CHILD_START_TIMEOUT_S = 120.0
-# AgentCore gives every session its own microVM, so concurrent rollouts never share an
-# interpreter; two app processes (one per core) come closest on the 2-core machine. Both
-# runtimes get the same number, so the comparison stays like with like.
-DEFAULT_WORKERS = 2
+# App processes per runtime, the same for both paths (like with like). One, as the notebooks and
+# the training runner serve the agent: measured side by side, two processes changed neither
+# path's CPU per episode (83 and 285 ms with two, 82 and 274 ms with one, load about 10).
+DEFAULT_WORKERS = 1
 FAST_LANE_WORKERS = 2  # as the training runner's fast lane (more threads only contend for the GIL)
 TEMPERATURE = 1.0
 SEED = 7
@@ -171,7 +171,8 @@ def _group_cpu_s(runtime) -> float:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[2]) == process.pid:  # the process group (the runtime is its own session)
+        # The runtime's process, and its workers (the runtime is a process group of its own).
+        if int(fields[2]) == process.pid or (stat.parent.name == str(process.pid)):
             total += (int(fields[11]) + int(fields[12])) / ticks
     return total
 
@@ -275,8 +276,9 @@ def _process_runtime(app_import: str, name: str, env: dict[str, str], log: Path,
     here = str(Path(__file__).resolve().parent)
     path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
     # A child imports the agent (about 10 s); on a loaded machine more than AgentCore's 30 s.
-    runtime = LocalAgentRuntime(app_import, name=name, mode="subprocess", env={**env, "PYTHONPATH": path}, init_timeout=CHILD_START_TIMEOUT_S,
-                               workers=workers)
+    extra = {"workers": workers} if workers != 1 else {}  # (older runtimes had one process only)
+    runtime = LocalAgentRuntime(app_import, name=name, mode="subprocess", env={**env, "PYTHONPATH": path},
+                                init_timeout=CHILD_START_TIMEOUT_S, **extra)
     try:
         with _stderr_to(log):
             return runtime.start()

@@ -34,10 +34,17 @@ Failures, as the service reports them (FailureReason):
 - the agent signalled a failure (CompleteRollout with status failed);
 - no reward arrived in time (CompleteRollout without UpdateReward);
 - the agent runtime restarted (redeployed) while the job ran: its in-flight rollouts are lost,
-  which the service reports as no sampling requests.
+  which the service reports as no sampling requests. The job fails at once: invocations are
+  pinned to the runtime generation the job started with, the runtime cuts those in flight, and
+  nothing more is dispatched.
 The `fault` option injects each of them at training step `fault_step` (or into an evaluation
 job's batch) for the lessons: "auth_failure", "agent_error", "missing_reward" (fast lane only:
-they swap the handler of the batch's first rollout) and "runtime_restart".
+they swap the handler of the batch's first rollout) and "runtime_restart" (mid-batch, once the
+first rollouts are in flight, as a real redeploy would land).
+
+An attempt the service gives up on (its invocation failed) has its session ended at the Job
+Runtime (`end_session`), so a reward its agent reports afterwards is refused: no reward is
+recorded for a rollout the service was told failed. One reported before the failure counts.
 
 Course options (`RunnerOptions`): lane, seed, workers, fault, fault_step, reward_grace_seconds
 and adapter_dir. The toolkit installs runners with `install(service, **options)`.
