@@ -216,6 +216,21 @@ def test_the_feedback_signer_signs_afresh_with_the_shared_session_and_verifies(m
     assert parse_token(original(region="us-east-1")).access_key == parsed.access_key
 
 
+def test_the_feedback_signer_follows_a_change_of_the_environments_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = TokenCache()
+    first = parse_token_of(cache.sign("us-east-1"))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAOTHERKEY00000000")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "another-secret")
+    second = parse_token_of(cache.sign("us-east-1"))
+    assert first.access_key != second.access_key == "AKIAOTHERKEY00000000"
+
+
+def parse_token_of(token: str):
+    from mtrl_course.local.tokens import parse_token
+
+    return parse_token(token)
+
+
 def test_the_feedback_signer_leaves_an_sdk_without_that_attribute_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     import sagemaker.train.rft.feedback as feedback
 

