@@ -401,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     print(_row(f"full HTTP path ({args.concurrency} concurrent)", http))
     print(_row(f"stock settings ({args.concurrency} concurrent)", stock))
     print(_row("stock settings (sequential)", stock_seq))
-    print(_row(f"full HTTP path, app in this process", threaded, "  (information)"))
+    print(_row("full HTTP path, app in this process", threaded, "  (information)"))
     print()
     fast_ok = fast_eps >= TARGET_FAST_EPISODES_PER_S
     ratio_ok = ratio >= TARGET_HTTP_RATIO

@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_stack  # noqa: E402  (its runtime and emulator helpers)
+import bench_stack  # (after the path change) its runtime and emulator helpers
 
 TEMPERATURE = 1.0
 SEED = 11

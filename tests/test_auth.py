@@ -198,7 +198,7 @@ def test_importing_the_module_does_no_aws_work() -> None:
 def test_the_feedback_signer_signs_afresh_with_the_shared_session_and_verifies(monkeypatch: pytest.MonkeyPatch) -> None:
     """The SDK's feedback client gets tokens from the shared session: valid, never cached, and
     what the SDK's own generate_token would sign (the emulator accepts them)."""
-    import sagemaker.train.rft.feedback as feedback
+    from sagemaker.train.rft import feedback
     from mtrl_course.local.tokens import parse_token, signature_matches
 
     monkeypatch.setattr(feedback, "generate_token", feedback.generate_token)  # restored afterwards
@@ -232,7 +232,7 @@ def parse_token_of(token: str):
 
 
 def test_the_feedback_signer_leaves_an_sdk_without_that_attribute_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sagemaker.train.rft.feedback as feedback
+    from sagemaker.train.rft import feedback
 
     monkeypatch.delattr(feedback, "generate_token")
     assert auth.install_feedback_signer(TokenCache()) is False

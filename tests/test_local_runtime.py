@@ -13,9 +13,11 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
+import reporting_app  # tests/ is on the path; the app is light to import
 from mtrl_course import aws, config, dataset
-from mtrl_course.local.jobruntime import JOB_NOT_FOUND_MESSAGE, JobRuntimeEmulator
+from mtrl_course.local.jobruntime import JOB_NOT_FOUND_MESSAGE, JobRuntimeEmulator, ScriptedPolicy
 from mtrl_course.local.runtime import LocalAgentRuntime, runtime_id_for
+from mtrl_course.local.service import ServiceError
 
 SESSION_ID = "course-smoke-test-session-0000000001"  # 36 characters, like the walkthrough's
 SLOW_HANDLER_S = 3.0
@@ -156,10 +158,6 @@ def test_module_without_an_app_object_is_refused_clearly(offline):
 
 
 # --- restarts and load: the transport between the service and the runtime ---------------------
-
-import reporting_app  # noqa: E402  (tests/ is on the path; the app is light to import)
-from mtrl_course.local.jobruntime import ScriptedPolicy  # noqa: E402
-from mtrl_course.local.service import ServiceError  # noqa: E402
 
 QUICK, REPORT_THEN_HOLD, HOLD_THEN_REPORT = "quick", "report-then-hold", "hold-then-report"
 # Liveness bounds, not speed targets: today's code left callers waiting for the 900 s invoke timeout.
