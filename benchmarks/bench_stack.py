@@ -1,30 +1,38 @@
 """Speed of the offline stack: the fast lane, and the full HTTP path against stock settings.
 
     python benchmarks/bench_stack.py [--runs 3] [--fast-episodes 256] [--http-episodes 64]
-                                     [--concurrency 8] [--stock-episodes 16]
+                                     [--concurrency 8] [--stock-episodes 16] [--workers 2]
+                                     [--profile-episodes 16] [--profile-only]
 
 Every episode is a real Wordle game played by the stand-in policy (base weights, temperature 1)
-through the real rollout handler, game and reward; the three paths differ only in transport:
+through the real rollout handler, game and reward; the paths differ only in transport and in the
+agent's model-client settings:
 
 - fast lane: the handler in-process with the Strands custom model provider (`local.fastlane`),
   two worker threads, as the local training runner uses it;
 - full HTTP path: the local AgentCore runtime (the real `BedrockAgentCoreApp` of
-  `wordle_agent.main`, served by uvicorn on loopback in its own process, as AgentCore runs it
-  apart from the service) invoked `--concurrency` at a time; inside it `sagemaker_rft_handler`
-  and `wrap_model` around the agent's own OpenAIModel (one shared SSL context for every
-  request), talking to the Job Runtime emulator (in this process) over loopback HTTP with
-  bearer tokens;
-- stock settings: the same app, handler and transport in its own process, with a stock
-  `OpenAIModel` (new client and SSL context per request, as Strands builds it by default; the
-  child serves `bench_stack:stock_app`, see `stock_factory`), invoked one at a time: the setup
-  the SDK reference measured at about 2.2 episodes per second on its two cores;
+  `wordle_agent.main`, served by uvicorn on loopback in a process of its own, or `--workers`, as
+  AgentCore runs the agent apart from the service) invoked `--concurrency`
+  at a time; inside it `sagemaker_rft_handler` and `wrap_model` around the agent's own
+  OpenAIModel (one shared SSL context for every request), talking to the Job Runtime emulator
+  (in this process) over loopback HTTP with bearer tokens;
+- stock settings: the same runtime, app, handler and transport with a stock `OpenAIModel` (new
+  client and SSL context per request, as Strands builds it by default; the child serves
+  `bench_stack:stock_app`, see `stock_factory`), invoked `--concurrency` at a time too: the
+  comparison that counts, like with like. Also run one at a time (`--stock-episodes`), the setup
+  the SDK reference measured at about 2.2 episodes per second on its two cores, for reference: a
+  ratio against it mixes in concurrency;
 - for information, the full HTTP path with the app in this process (thread mode, what the
   notebooks use): one interpreter lock for agent, emulator and policy.
 
-Each run measures all four, side by side in the same process; the figures printed are medians
-over the runs of each run's whole-run throughput (episodes, model calls and game guesses per
-second of wall-clock time), and the ratio of the two HTTP medians. Targets (ARCHITECTURE.md §4):
-fast lane at least 40 episodes/s; full HTTP path at least 3x the stock settings.
+Each run measures them side by side (the two compared paths in alternating order). Printed: per
+path the medians over the runs of whole-run throughput (episodes, model calls and game guesses per
+second of wall-clock time) and of CPU per episode (this process plus the runtime's processes);
+the target ratio is the median of the runs' side-by-side ratios; the CPU-per-episode ratio beside
+it hardly depends on what else the machine runs (the machine's load average is printed too).
+Then a profile of one rollout at a time on each path (`stack_profile.py`: where the CPU goes, by
+component). Targets (ARCHITECTURE.md §4): fast lane at least 40 episodes/s; full HTTP path at
+least 3x the stock settings at the same concurrency.
 """
 
 from __future__ import annotations
@@ -50,6 +58,12 @@ DEFAULT_FAST_EPISODES = 256
 DEFAULT_HTTP_EPISODES = 64
 DEFAULT_STOCK_EPISODES = 16
 DEFAULT_CONCURRENCY = 8
+DEFAULT_PROFILE_EPISODES = 16
+CHILD_START_TIMEOUT_S = 120.0
+# App processes per runtime, the same for both paths (like with like). One, as the notebooks and
+# the training runner serve the agent: measured side by side, two processes changed neither
+# path's CPU per episode (83 and 285 ms with two, 82 and 274 ms with one, load about 10).
+DEFAULT_WORKERS = 1
 FAST_LANE_WORKERS = 2  # as the training runner's fast lane (more threads only contend for the GIL)
 TEMPERATURE = 1.0
 SEED = 7
@@ -68,6 +82,11 @@ class Measure:
     seconds: float
     model_calls: int
     guesses: int
+    cpu_s: float = float("nan")  # CPU of this process and the runtime's processes over the run
+
+    @property
+    def cpu_ms_per_episode(self) -> float:
+        return 1000 * self.cpu_s / self.episodes
 
     @property
     def episodes_per_s(self) -> float:
@@ -125,13 +144,37 @@ def fast_lane(emulator, prompts: list[str], episodes: int, run: int) -> Measure:
         if episode.reported != "ready":
             raise RuntimeError(f"fast-lane episode {tids[i]} reported {episode.reported}: {episode.error}")
 
+    cpu = time.process_time()
     started = time.perf_counter()
     with fastlane.installed(), ThreadPoolExecutor(FAST_LANE_WORKERS) as pool:
         list(pool.map(play, range(episodes)))
     seconds = time.perf_counter() - started
+    cpu = time.process_time() - cpu
     calls, guesses = _count(emulator, arn, episodes)
     emulator.close_job(arn)
-    return Measure(episodes, seconds, calls, guesses)
+    return Measure(episodes, seconds, calls, guesses, cpu)
+
+
+def _group_cpu_s(runtime) -> float:
+    """CPU seconds used so far by this process and, in subprocess mode, the runtime's processes.
+
+    Measured alongside the wall clock because it hardly depends on what else the machine runs:
+    the ratio of CPU per episode stays put when other work slows both paths' throughput.
+    """
+    total = time.process_time()
+    process = getattr(runtime, "_process", None)
+    if process is None:
+        return total
+    ticks = os.sysconf("SC_CLK_TCK")
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # The runtime's process, and its workers (the runtime is a process group of its own).
+        if int(fields[2]) == process.pid or (stat.parent.name == str(process.pid)):
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
 
 
 def over_http(runtime, emulator, prompts: list[str], episodes: int, concurrency: int, run: int, label: str) -> Measure:
@@ -153,6 +196,7 @@ def over_http(runtime, emulator, prompts: list[str], episodes: int, concurrency:
         if status != 200 or "reward" not in json.loads(body):
             raise RuntimeError(f"invocation {tids[i]} answered {status}: {body[:200]!r}")
 
+    cpu = _group_cpu_s(runtime)
     started = time.perf_counter()
     if concurrency == 1:
         for i in range(episodes):
@@ -161,9 +205,10 @@ def over_http(runtime, emulator, prompts: list[str], episodes: int, concurrency:
         with ThreadPoolExecutor(concurrency) as pool:
             list(pool.map(invoke, range(episodes)))
     seconds = time.perf_counter() - started
+    cpu = _group_cpu_s(runtime) - cpu
     calls, guesses = _count(emulator, arn, episodes)
     emulator.close_job(arn)
-    return Measure(episodes, seconds, calls, guesses)
+    return Measure(episodes, seconds, calls, guesses, cpu)
 
 
 def stock_factory(endpoint: str, params: dict) -> Any:
@@ -220,7 +265,7 @@ def _stderr_to(path: Path) -> Iterator[None]:
         os.close(saved)
 
 
-def _process_runtime(app_import: str, name: str, env: dict[str, str], log: Path):
+def _process_runtime(app_import: str, name: str, env: dict[str, str], log: Path, workers: int = 1):
     """The agent app served in its own process (uvicorn), registered with the offline backend.
 
     The agent logs a line now and then (a guess recovered from raw text, say); the child's
@@ -230,13 +275,33 @@ def _process_runtime(app_import: str, name: str, env: dict[str, str], log: Path)
 
     here = str(Path(__file__).resolve().parent)
     path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
-    runtime = LocalAgentRuntime(app_import, name=name, mode="subprocess", env={**env, "PYTHONPATH": path})
+    # A child imports the agent (about 10 s); on a loaded machine more than AgentCore's 30 s.
+    extra = {"workers": workers} if workers != 1 else {}  # (older runtimes had one process only)
+    runtime = LocalAgentRuntime(app_import, name=name, mode="subprocess", env={**env, "PYTHONPATH": path},
+                                init_timeout=CHILD_START_TIMEOUT_S, **extra)
     try:
         with _stderr_to(log):
             return runtime.start()
     except RuntimeError:
         print(log.read_text(errors="replace")[-3000:], file=sys.stderr)
         raise
+
+
+def profile_paths(runtime, emulator, prompts: list[str], episodes: int) -> list[str]:
+    """One rollout at a time through the in-process runtime, sampled: ours, then stock settings."""
+    from stack_profile import Sampler
+
+    from wordle_agent import rollout
+
+    lines = []
+    for label, factory in (("full HTTP path", None), ("stock settings", stock_factory)):
+        block = rollout.use_model_factory(factory) if factory else contextlib.nullcontext()
+        with block, Sampler() as sampler:
+            over_http(runtime, emulator, prompts, episodes, 1, 0, f"profile-{label.split()[0]}")
+        lines += sampler.profile(episodes).summary(f"{label}, one rollout at a time, app in this process")
+        if os.environ.get("BENCH_PROFILE_DETAIL"):
+            lines += sampler.profile(episodes).details()
+    return lines
 
 
 def _median(values: list[float]) -> float:
@@ -247,8 +312,9 @@ def _row(name: str, measures: list[Measure], note: str = "") -> str:
     eps = _median([m.episodes_per_s for m in measures])
     calls = _median([m.calls_per_s for m in measures])
     guesses = _median([m.guesses_per_s for m in measures])
+    cpu = _median([m.cpu_ms_per_episode for m in measures])
     per_run = ", ".join(f"{m.episodes_per_s:.1f}" for m in measures)
-    return f"  {name:<34} {eps:>9.1f} {calls:>12.1f} {guesses:>10.1f}   runs: {per_run}{note}"
+    return f"  {name:<38} {eps:>10.1f} {calls:>13.1f} {guesses:>10.1f} {cpu:>15.0f}   runs: {per_run}{note}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -258,8 +324,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--http-episodes", type=int, default=DEFAULT_HTTP_EPISODES)
     parser.add_argument("--stock-episodes", type=int, default=DEFAULT_STOCK_EPISODES)
     parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
+    parser.add_argument("--profile-episodes", type=int, default=DEFAULT_PROFILE_EPISODES)
+    parser.add_argument("--profile-only", action="store_true", help="skip the throughput runs")
+    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS,
+                        help="app processes of each runtime (the same for both paths)")
     args = parser.parse_args(argv)
-    for name in ("runs", "fast_episodes", "http_episodes", "stock_episodes", "concurrency"):
+    for name in ("runs", "fast_episodes", "http_episodes", "stock_episodes", "concurrency", "workers", "profile_episodes"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
 
@@ -275,44 +345,73 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(in_process.env)
         runtimes = [in_process]
         prompts = _prompts()
-        fast, http, stock, threaded = [], [], [], []
+        fast, http, stock, stock_seq, threaded = [], [], [], [], []
+        load_before = load_after = os.getloadavg()
         try:
             log = Path(state) / "runtimes.log"
-            http_runtime = _process_runtime("wordle_agent.main:app", "BenchAgent", env, log)
-            runtimes.append(http_runtime)
-            stock_runtime = _process_runtime(f"bench_stack:{STOCK_APP}", "BenchStockAgent", env, log)
-            runtimes.append(stock_runtime)
-            # A warm-up on each path: imports and first connections are not throughput.
-            fast_lane(emulator, prompts, 4, -1)
-            for label, runtime in (("warm-http", http_runtime), ("warm-stock", stock_runtime), ("warm-thread", in_process)):
-                over_http(runtime, emulator, prompts, 2, 1, -1, label)
-            for run in range(args.runs):
+            if not args.profile_only:
+                http_runtime = _process_runtime("wordle_agent.main:app", "BenchAgent", env, log, args.workers)
+                runtimes.append(http_runtime)
+                stock_runtime = _process_runtime(f"bench_stack:{STOCK_APP}", "BenchStockAgent", env, log, args.workers)
+                runtimes.append(stock_runtime)
+                # A warm-up on each path: imports and first connections are not throughput.
+                fast_lane(emulator, prompts, 4, -1)
+                for label, runtime in (("warm-http", http_runtime), ("warm-stock", stock_runtime)):
+                    over_http(runtime, emulator, prompts, 2, 1, -1, label)
+            over_http(in_process, emulator, prompts, 2, 1, -1, "warm-thread")
+            load_before = os.getloadavg()
+            for run in range(0 if args.profile_only else args.runs):
                 fast.append(fast_lane(emulator, prompts, args.fast_episodes, run))
-                http.append(over_http(http_runtime, emulator, prompts, args.http_episodes, args.concurrency, run, "http"))
-                stock.append(over_http(stock_runtime, emulator, prompts, args.stock_episodes, 1, run, "stock"))
+                # Side by side, in alternating order, so a change in the machine's load between
+                # the two measurements does not favour one path run after run.
+                pair = [("http", http_runtime, http), ("stock", stock_runtime, stock)]
+                for label, runtime, into in pair if run % 2 == 0 else pair[::-1]:
+                    into.append(over_http(runtime, emulator, prompts, args.http_episodes, args.concurrency, run, label))
+                stock_seq.append(over_http(stock_runtime, emulator, prompts, args.stock_episodes, 1, run, "stockseq"))
                 threaded.append(over_http(in_process, emulator, prompts, args.http_episodes, args.concurrency, run, "thread"))
                 print(f"run {run + 1}/{args.runs}: fast {fast[-1].episodes_per_s:.1f}, http {http[-1].episodes_per_s:.1f}, "
-                      f"stock {stock[-1].episodes_per_s:.1f}, http in-process {threaded[-1].episodes_per_s:.1f} episodes/s",
-                      flush=True)
+                      f"stock {stock[-1].episodes_per_s:.1f} ({http[-1].episodes_per_s / stock[-1].episodes_per_s:.2f}x), "
+                      f"stock sequential {stock_seq[-1].episodes_per_s:.1f}, http in-process {threaded[-1].episodes_per_s:.1f} "
+                      f"episodes/s; load {os.getloadavg()[0]:.1f}", flush=True)
+            load_after = os.getloadavg()
+            profile = profile_paths(in_process, emulator, prompts, args.profile_episodes)
         finally:
             for runtime in runtimes:
                 runtime.close()
             aws.reset_offline(Path(state))
-
-    fast_eps = _median([m.episodes_per_s for m in fast])
-    ratio = _median([m.episodes_per_s for m in http]) / _median([m.episodes_per_s for m in stock])
     print()
-    print(f"Offline stack, stand-in policy at temperature {TEMPERATURE:g}, medians of {args.runs} runs (wall clock)")
-    print(f"  {'path':<34} {'episodes/s':>9} {'model calls/s':>12} {'guesses/s':>10}")
+    print("Where the time goes (stack samples of every thread; see stack_profile.py)")
+    for line in profile:
+        print("  " + line)
+    if args.profile_only:
+        return 0
+
+    def eps(measures: list[Measure]) -> float:
+        return _median([m.episodes_per_s for m in measures])
+
+    fast_eps = eps(fast)
+    per_run = [h.episodes_per_s / s.episodes_per_s for h, s in zip(http, stock)]
+    ratio = _median(per_run)
+    cpu_ratio = _median([s.cpu_ms_per_episode / h.cpu_ms_per_episode for h, s in zip(http, stock)])
+    print()
+    print(f"Offline stack, stand-in policy at temperature {TEMPERATURE:g}, medians of {args.runs} runs (wall clock); "
+          f"runtimes with {args.workers} app process(es) each")
+    print(f"  machine load (1-minute average, {os.cpu_count()} cores): {load_before[0]:.1f} before, {load_after[0]:.1f} after")
+    print(f"  {'path':<38} {'episodes/s':>10} {'model calls/s':>13} {'guesses/s':>10} {'CPU ms/episode':>15}")
     print(_row(f"fast lane ({FAST_LANE_WORKERS} threads)", fast))
     print(_row(f"full HTTP path ({args.concurrency} concurrent)", http))
-    print(_row("stock settings (sequential)", stock))
+    print(_row(f"stock settings ({args.concurrency} concurrent)", stock))
+    print(_row("stock settings (sequential)", stock_seq))
     print(_row("full HTTP path, app in this process", threaded, "  (information)"))
     print()
     fast_ok = fast_eps >= TARGET_FAST_EPISODES_PER_S
     ratio_ok = ratio >= TARGET_HTTP_RATIO
     print(f"  fast lane: {fast_eps:.1f} episodes/s (target >= {TARGET_FAST_EPISODES_PER_S:g}): {'OK' if fast_ok else 'BELOW TARGET'}")
-    print(f"  full HTTP path / stock settings: {ratio:.2f}x (target >= {TARGET_HTTP_RATIO:g}x): {'OK' if ratio_ok else 'BELOW TARGET'}")
+    print(f"  full HTTP path / stock settings, both {args.concurrency} concurrent: {ratio:.2f}x, median of the runs' "
+          f"side-by-side ratios ({', '.join(f'{r:.2f}' for r in per_run)}; ratio of the medians {eps(http) / eps(stock):.2f}x) "
+          f"(target >= {TARGET_HTTP_RATIO:g}x): {'OK' if ratio_ok else 'BELOW TARGET'}")
+    print(f"  the same in CPU per episode (hardly moved by other load): {cpu_ratio:.2f}x")
+    print(f"  for reference, against stock settings run one at a time (mixes in concurrency): {eps(http) / eps(stock_seq):.2f}x")
     return 0 if fast_ok and ratio_ok else 1
 
 

@@ -193,3 +193,47 @@ def test_importing_the_module_does_no_aws_work() -> None:
     env = {**os.environ, "PYTHONPATH": str(AGENT_SRC)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.split() == ["True", "0", "False"]
+
+
+def test_the_feedback_signer_signs_afresh_with_the_shared_session_and_verifies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK's feedback client gets tokens from the shared session: valid, never cached, and
+    what the SDK's own generate_token would sign (the emulator accepts them)."""
+    from sagemaker.train.rft import feedback
+    from mtrl_course.local.tokens import parse_token, signature_matches
+
+    monkeypatch.setattr(feedback, "generate_token", feedback.generate_token)  # restored afterwards
+    original = feedback.generate_token
+    cache = TokenCache()
+    assert auth.install_feedback_signer(cache) is True
+    assert feedback.generate_token is not original
+    first = feedback.generate_token(region="us-east-1")
+    time.sleep(1.1)  # a new second: a fresh signature differs, a cached token would not
+    second = feedback.generate_token(region="us-east-1")
+    assert first != second and cache.mints == 2
+    parsed = parse_token(second)
+    assert parsed.region == "us-east-1" and parsed.access_key == os.environ["AWS_ACCESS_KEY_ID"]
+    assert signature_matches(parsed, os.environ["AWS_SECRET_ACCESS_KEY"])
+    assert parse_token(original(region="us-east-1")).access_key == parsed.access_key
+
+
+def test_the_feedback_signer_follows_a_change_of_the_environments_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = TokenCache()
+    first = parse_token_of(cache.sign("us-east-1"))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAOTHERKEY00000000")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "another-secret")
+    second = parse_token_of(cache.sign("us-east-1"))
+    assert first.access_key != second.access_key == "AKIAOTHERKEY00000000"
+
+
+def parse_token_of(token: str):
+    from mtrl_course.local.tokens import parse_token
+
+    return parse_token(token)
+
+
+def test_the_feedback_signer_leaves_an_sdk_without_that_attribute_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sagemaker.train.rft import feedback
+
+    monkeypatch.delattr(feedback, "generate_token")
+    assert auth.install_feedback_signer(TokenCache()) is False
+    assert not hasattr(feedback, "generate_token")

@@ -598,6 +598,26 @@ def test_sampling_after_completion_is_refused(emu, arn):
     assert emu.sample_count(arn, "t") == 1
 
 
+def test_an_ended_session_refuses_every_later_call_and_keeps_an_earlier_reward(emu, arn):
+    """end_session: what a runtime restart does to the trajectories it cut off."""
+    emu.register_job(arn, ScriptedPolicy(["hi"] * 3))
+    assert post_sample(emu, arn, "cut").status_code == 200
+    record = emu.end_session(arn, "cut", "the agent runtime was restarted")
+    assert (record.sample_count, record.rewards) == (1, None)
+    resp = post_sample(emu, arn, "cut")
+    assert resp.status_code == 400 and "agent session ended (the agent runtime was restarted)" in resp.json()["Message"]
+    with pytest.raises(requests.HTTPError):
+        feedback_client(emu, arn, "cut").complete_rollout()
+    with pytest.raises(JobRuntimeError, match="session ended"):
+        emu.update_reward(arn, "cut", [1.0])
+    assert emu.trajectory(arn, "cut").rewards is None and emu.sample_count(arn, "cut") == 1
+    # A reward reported before the cut stays, and the record says so.
+    feedback_client(emu, arn, "done").report_complete(0.5)
+    assert emu.end_session(arn, "done", "restarted").rewards == (0.5,)
+    with pytest.raises(KeyError):
+        emu.end_session(job_arn("never-registered"), "t", "restarted")
+
+
 def test_fail_auth_for_makes_the_agents_model_calls_fail(emu, arn):
     emu.register_job(arn, guess_script())
     emu.fail_auth_for(arn)

@@ -4,7 +4,11 @@ and identical metrics for two runs with the same seed."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -58,6 +62,26 @@ async def ok_app(scope, receive, send):
     await send({"type": "http.response.body", "body": b'{"status": "Healthy"}'})
 
 
+HOLD = threading.Event()
+HELD_INVOCATIONS: list[int] = []
+_hold_pool = ThreadPoolExecutor(16, "held-rollout")
+# A liveness bound, not a speed target: before the fix the job waited for every held rollout.
+RESTART_FAIL_BOUND_S = 30.0
+
+
+async def holding_app(scope, receive, send):
+    """An agent that never finishes a rollout on its own (until HOLD is set): a restart must cut it."""
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body"):
+        pass
+    if scope["path"] == "/invocations":
+        HELD_INVOCATIONS.append(1)
+        await asyncio.get_running_loop().run_in_executor(_hold_pool, HOLD.wait, 120)
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": b'{"reward": 0.0}'})
+
+
 class World:
     """Role, bucket, datasets, MLflow app, runtime and model package group in the offline backend."""
 
@@ -107,7 +131,7 @@ class World:
         return doc
 
     def run(self, name: str, hyperparameters: dict, *, category: str = service.TRAINING, package: str | None = None,
-            runtime_arn: str | None = None, **options) -> service.LocalJob:
+            runtime_arn: str | None = None, timeout: float = JOB_TIMEOUT_S, **options) -> service.LocalJob:
         runner.install(self.backend.service, adapter_dir=self.adapters, seed=SEED, **options)
         channels = {"train": TRAIN_URI, "validation": VAL_URI} if category == service.TRAINING else {"evaluation": VAL_URI}
         self.sm.create_job(
@@ -115,7 +139,7 @@ class World:
             JobConfigDocument=json.dumps(self.document(category, hyperparameters, channels, package, runtime_arn)),
         )
         job = self.backend.service.get_job(name, category)
-        assert job.wait(JOB_TIMEOUT_S), f"job {name} did not finish"
+        assert job.wait(timeout), f"job {name} did not finish within {timeout:g} s"
         return job
 
     def described(self, job: service.LocalJob) -> tuple[dict, dict]:
@@ -259,6 +283,32 @@ def test_the_full_path_trains_through_the_agentcore_app_over_http(world):
     assert all(s.stream for r in records for s in r.samples)
     history = metric_histories(job)
     assert history[("training/num_trajectories", 1)] == 64
+
+
+def test_a_runtime_restart_mid_step_fails_the_job_at_once_with_the_service_message(world):
+    """The injected restart lands with rollouts in flight (not between batches): they are cut off,
+    nothing more is dispatched, and the job fails with the restart message at once, instead of
+    waiting for its held rollouts (before: up to the 900 s invoke timeout each)."""
+    HOLD.clear()
+    HELD_INVOCATIONS.clear()
+    runtime = LocalAgentRuntime(f"{__name__}:holding_app", name="RunnerRestart").start()
+    started = time.monotonic()
+    try:
+        job = world.run(
+            "runner-restart-mid-step", ONE_STEP, lane="full", runtime_arn=runtime.arn, fault="runtime_restart",
+            timeout=RESTART_FAIL_BOUND_S,
+        )
+    finally:
+        HOLD.set()
+        runtime.close()
+    assert job.status == "Failed"
+    assert "No sampling requests were received" in job.failure_reason and "was restarted" in job.failure_reason
+    assert runtime.generation == 1
+    # The rollouts in flight when the restart landed, and no more: 64 were due.
+    assert 1 <= len(HELD_INVOCATIONS) <= runner.FULL_LANE_WORKERS
+    records = runner.job_runtime().trajectories(job.arn)
+    assert all(r.rewards is None for r in records)
+    print(f"\njob failed {time.monotonic() - started:.1f} s after it started; {len(HELD_INVOCATIONS)} rollouts were cut off")
 
 
 def test_the_full_lane_refuses_a_runtime_that_is_not_serving(world):

@@ -36,6 +36,7 @@ MINT_BACKOFF_SECONDS = 0.5
 # Region used when neither the caller nor the environment names one.
 DEFAULT_REGION = "us-east-1"
 REGION_ENV_VARS = ("AWS_REGION", "AWS_DEFAULT_REGION")
+ACCESS_KEY_ENV = "AWS_ACCESS_KEY_ID"
 
 Mint = Callable[[str], str]
 
@@ -124,7 +125,32 @@ class TokenCache:
         if dropped:
             logger.info("dropped the cached Job Runtime token; the next request signs a new one")
 
-    def _mint_with_retries(self, region: str) -> str:
+    def sign(self, region: str | None = None) -> str:
+        """A freshly signed token (never cached) from the shared session's current credentials.
+
+        For callers that sign on every request, such as the SDK's feedback client
+        (`install_feedback_signer`): the same token format as ``generate_token``, without
+        resolving credentials from scratch each time (about 7 ms against 0.1 ms).
+        """
+        region = region or default_region()
+        with self._lock:
+            self._drop_session_if_environment_changed()
+            self._shared_session()
+        return self._mint_with_retries(region, announce=False)
+
+    def _drop_session_if_environment_changed(self) -> None:
+        # Credentials from the environment never refresh inside a botocore session; if the
+        # process's AWS_ACCESS_KEY_ID now names another key, resolve afresh (a dictionary lookup
+        # per token, against the 7 ms a full resolution costs). Refreshable credentials (a
+        # role's) renew themselves and are left alone.
+        environment_key = os.environ.get(ACCESS_KEY_ENV)
+        if self._session is None or not environment_key:
+            return
+        current = self._session.get_credentials()
+        if current is None or current.access_key != environment_key:
+            self._session = None
+
+    def _mint_with_retries(self, region: str, *, announce: bool = True) -> str:
         delay = self.backoff_seconds
         last_error: Exception | None = None
         for attempt in range(1, self.attempts + 1):
@@ -144,7 +170,8 @@ class TokenCache:
                 last_error = TokenError(f"the signer returned {type(token).__name__}, not a token")
                 continue
             self.mints += 1
-            logger.info("signed a Job Runtime bearer token for %s", region)
+            if announce:  # a cached token is worth a log line; a per-request one is not
+                logger.info("signed a Job Runtime bearer token for %s", region)
             return token
         raise TokenError(
             f"could not sign a Job Runtime bearer token for Region {region!r} after "
@@ -182,3 +209,34 @@ class TokenCache:
 
 
 TOKENS = TokenCache()
+
+# The SDK module whose CompleteRollout/UpdateReward client signs a token per request, and the
+# name it imported the signer under.
+FEEDBACK_MODULE = "sagemaker.train.rft.feedback"
+FEEDBACK_SIGNER = "generate_token"
+
+
+def install_feedback_signer(cache: TokenCache = TOKENS) -> bool:
+    """Make the SDK's feedback client sign with the shared session (fresh tokens, no cache).
+
+    ``RolloutFeedbackClient`` calls ``generate_token(region=...)`` for each of its two requests
+    per rollout, and without a credentials provider that builds botocore's whole credential
+    chain every time: about 7 ms of CPU per token on the 2-core reference machine, some 15% of a
+    rollout's CPU in the offline stack. Every token is still signed afresh from current
+    credentials, so a rotation is picked up exactly as before. Returns False (and changes
+    nothing) if the SDK no longer has that module attribute; a test notices.
+    """
+    import importlib
+
+    try:
+        module = importlib.import_module(FEEDBACK_MODULE)
+    except ImportError:
+        return False
+    if not callable(getattr(module, FEEDBACK_SIGNER, None)):
+        return False
+
+    def generate_token(region: str | None = None, **_: Any) -> str:
+        return cache.sign(region)
+
+    setattr(module, FEEDBACK_SIGNER, generate_token)
+    return True

@@ -17,6 +17,7 @@ from typing import Any
 from bedrock_agentcore import BedrockAgentCoreApp
 from sagemaker.train.rft import sagemaker_rft_handler
 
+from wordle_agent.auth import install_feedback_signer
 from wordle_agent.reward import NO_PLAY_REWARD
 from wordle_agent.rollout import run_rollout, sanitize_payload
 
@@ -33,6 +34,9 @@ for _name in NOISY_LOGGERS:
     logging.getLogger(_name).setLevel(QUIET_LEVEL)
 
 logger = logging.getLogger(__name__)
+
+# The SDK's feedback client signs each CompleteRollout/UpdateReward with the shared session.
+install_feedback_signer()
 
 app = BedrockAgentCoreApp()
 

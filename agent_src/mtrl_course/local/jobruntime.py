@@ -33,6 +33,7 @@ import socket
 import threading
 import time
 import uuid
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -90,6 +91,18 @@ SERVER_START_TIMEOUT_S = 10.0
 SERVER_STOP_TIMEOUT_S = 10.0
 # A rough chars-per-token ratio for policies that do not count tokens themselves.
 CHARS_PER_TOKEN = 4
+
+
+# Emulators serving over HTTP, by endpoint URL: how a local AgentCore runtime finds the Job
+# Runtime its cut-off rollouts talk to (see `end_session`).
+_SERVING: weakref.WeakValueDictionary[str, JobRuntimeEmulator] = weakref.WeakValueDictionary()
+_SERVING_LOCK = threading.Lock()
+
+
+def serving_emulator(endpoint: str) -> JobRuntimeEmulator | None:
+    """The emulator in this process serving at `endpoint` (a base URL), or None."""
+    with _SERVING_LOCK:
+        return _SERVING.get(endpoint.rstrip("/"))
 
 
 class JobRuntimeError(Exception):
@@ -235,6 +248,7 @@ class _Trajectory:
     rewarded_at: float | None = None
     complete_token: str | None = None
     reward_token: str | None = None
+    ended: str | None = None  # why the agent's session ended (end_session); its calls are refused
 
     def snapshot(self) -> TrajectoryRecord:
         return TrajectoryRecord(
@@ -248,6 +262,14 @@ class _Trajectory:
             created_at=self.created_at,
             completed_at=self.completed_at,
             rewarded_at=self.rewarded_at,
+        )
+
+
+def _refuse_if_ended(traj: _Trajectory) -> None:
+    if traj.ended is not None:
+        raise _validation(
+            f"Trajectory {traj.trajectory_id} no longer accepts requests: its agent session ended "
+            f"({traj.ended})"
         )
 
 
@@ -405,6 +427,22 @@ class JobRuntimeEmulator:
             self._trajectories[job_arn][trajectory_id] = traj
             return traj.snapshot()
 
+    def end_session(self, job_arn: str, trajectory_id: str, reason: str) -> TrajectoryRecord:
+        """The agent session playing this trajectory is gone: refuse every later call for it.
+
+        Live, a runtime restart kills the session's microVM, so its agent never calls again. A
+        local runtime in thread mode cannot kill the threads of a cut-off invocation; it ends
+        their session here instead, so nothing they report after the cut is recorded. The
+        service side uses it too, for an attempt it has given up on. Returns the trajectory as it
+        stood at the cut (a reward already recorded stays). KeyError for an unknown job.
+        """
+        with self._lock:
+            self._known_job(job_arn)
+            traj = self._open_trajectory(job_arn, trajectory_id)
+            if traj.ended is None:
+                traj.ended = reason
+            return traj.snapshot()
+
     # --- failure hooks ---------------------------------------------------------------------------
     def fail_auth_for(self, job_arn: str, enabled: bool = True) -> None:
         """Make every sampling call of the job fail with 403 "Authentication failed" (or stop)."""
@@ -490,6 +528,7 @@ class JobRuntimeEmulator:
         started = self.clock()
         with self._lock:
             traj = self._open_trajectory(job_arn, trajectory_id)
+            _refuse_if_ended(traj)
             if traj.state != IN_PROGRESS:
                 raise _validation(
                     f"Trajectory {trajectory_id} is already {traj.state}: CompleteRollout "
@@ -512,7 +551,8 @@ class JobRuntimeEmulator:
         response = _checked_response(response, policy)
         record = _sample_record(path, request, policy_request, response, started, self.clock())
         with self._lock:
-            # Recorded even if CompleteRollout raced in meanwhile: the tokens were spent either way.
+            # Recorded even if CompleteRollout or end_session raced in meanwhile: the tokens were
+            # spent either way.
             traj.samples.append(dataclasses.replace(record, turn=len(traj.samples)))
         return response
 
@@ -533,6 +573,7 @@ class JobRuntimeEmulator:
         self._authorize(job_arn, trajectory_id, account, sampling=False)
         with self._lock:
             traj = self._open_trajectory(job_arn, trajectory_id)
+            _refuse_if_ended(traj)
             if traj.state != IN_PROGRESS:
                 if (
                     client_token is not None
@@ -574,6 +615,7 @@ class JobRuntimeEmulator:
         values = tuple(float(r) for r in rewards)
         with self._lock:
             traj = self._open_trajectory(job_arn, trajectory_id)
+            _refuse_if_ended(traj)
             if traj.state == IN_PROGRESS:
                 raise _validation(
                     f"Cannot update reward for trajectory {trajectory_id}: it is still "
@@ -708,12 +750,17 @@ class JobRuntimeEmulator:
                 server = LoopbackServer(self.asgi, name="job-runtime-emulator")
                 server.start()
                 self._server = server
+                with _SERVING_LOCK:
+                    _SERVING[server.url] = self
         return self
 
     def stop(self) -> None:
         with self._server_lock:
             server, self._server = self._server, None
         if server is not None:
+            with _SERVING_LOCK:
+                if _SERVING.get(server.url) is self:
+                    del _SERVING[server.url]
             server.stop()
 
     @property

@@ -34,10 +34,17 @@ Failures, as the service reports them (FailureReason):
 - the agent signalled a failure (CompleteRollout with status failed);
 - no reward arrived in time (CompleteRollout without UpdateReward);
 - the agent runtime restarted (redeployed) while the job ran: its in-flight rollouts are lost,
-  which the service reports as no sampling requests.
+  which the service reports as no sampling requests. The job fails at once: invocations are
+  pinned to the runtime generation the job started with, the runtime cuts those in flight, and
+  nothing more is dispatched.
 The `fault` option injects each of them at training step `fault_step` (or into an evaluation
 job's batch) for the lessons: "auth_failure", "agent_error", "missing_reward" (fast lane only:
-they swap the handler of the batch's first rollout) and "runtime_restart".
+they swap the handler of the batch's first rollout) and "runtime_restart" (mid-batch, once the
+first rollouts are in flight, as a real redeploy would land).
+
+An attempt the service gives up on (its invocation failed) has its session ended at the Job
+Runtime (`end_session`), so a reward its agent reports afterwards is refused: no reward is
+recorded for a rollout the service was told failed. One reported before the failure counts.
 
 Course options (`RunnerOptions`): lane, seed, workers, fault, fault_step, reward_grace_seconds
 and adapter_dir. The toolkit installs runners with `install(service, **options)`.
@@ -92,6 +99,8 @@ FULL_LANE_WORKERS = 8
 # to rollout_timeout, the local one only this long after the agent answered.
 REWARD_GRACE_S = 2.0
 REWARD_POLL_S = 0.02
+# The injected runtime_restart waits at most this long for invocations to be in flight.
+FAULT_RESTART_WAIT_S = 5.0
 # AgentCore's minimum runtime session id length.
 SESSION_ID_MIN = 33
 PHASE_CODES = {"train": 0, "val": 1, "eval": 2}
@@ -263,6 +272,9 @@ class _JobSession:
         # The rollout whose handler a fault swaps: the first of the faulted batch, chosen before
         # any thread runs, so the failing trajectory does not depend on thread timing.
         self.fault_target: RolloutTask | None = None
+        # The injected restart: when the restart_at-th rollout of the faulted batch is dispatched.
+        self.restart_at: int | None = None
+        self._dispatched = 0
         if job.arn in self.emulator.jobs():
             # A job deleted and created again under the same name: the shared emulator still
             # holds the old one's trajectories, so this run gets an emulator of its own.
@@ -305,13 +317,45 @@ class _JobSession:
             self.job.log("fault injected: every sampling call of this job now fails authentication")
             self.emulator.fail_auth_for(self.job.arn)
         if self._take_fault(FAULT_RESTART):
-            self.job.log("fault injected: the agent runtime is restarted (a redeploy) mid-job")
-            if self.runtime is not None and getattr(self.runtime, "serving", False):
-                self.runtime.restart()
-            elif self.runtime is not None:
-                # A runtime that is registered but not serving (the fast lane does not need it)
-                # is "redeployed" by bumping its generation, as restart() would.
-                self.runtime.generation += 1
+            # Mid-batch, as a redeploy would land: once the first rollouts are in flight.
+            self.restart_at = min(len(tasks), self.workers)
+            self._dispatched = 0
+
+    def _count_dispatch(self) -> None:
+        """Count a dispatched rollout; start the injected restart when enough are in flight."""
+        with self._fault_lock:
+            if self.restart_at is None:
+                return
+            self._dispatched += 1
+            if self._dispatched < self.restart_at:
+                return
+            self.restart_at = None
+        self.job.log("fault injected: the agent runtime is restarted (a redeploy) with rollouts in flight")
+        if self.runtime is not None and getattr(self.runtime, "serving", False):
+            threading.Thread(target=self._restart_when_busy, name=f"fault-restart-{self.job.name}", daemon=True).start()
+        elif self.runtime is not None:
+            # A runtime that is registered but not serving (the fast lane does not need it) is
+            # "redeployed" by bumping its generation, as restart() would; the rollouts already
+            # running in-process are judged lost.
+            self.runtime.generation += 1
+
+    def _restart_when_busy(self) -> None:
+        # Wait (briefly) until invocations are actually in flight, so the restart cuts some off.
+        deadline = time.monotonic() + FAULT_RESTART_WAIT_S
+        while getattr(self.runtime, "in_flight", 1) == 0 and time.monotonic() < deadline:
+            time.sleep(REWARD_POLL_S)
+        self.runtime.restart()
+
+    def restarted(self) -> str | None:
+        """The service's FailureReason tail if the job's runtime was restarted since it began."""
+        generation = getattr(self.runtime, "generation", self.generation)
+        if generation == self.generation:
+            return None
+        return (
+            f"the agent runtime {self.job.runtime_arn} was restarted while the job was running "
+            f"(generation {self.generation} -> {generation}), so its in-flight rollouts never reached the "
+            "policy. Never redeploy the agent while a job runs."
+        )
 
     def _handler_for(self, task: RolloutTask, attempt: int) -> Callable[[dict], Any]:
         if task == self.fault_target and attempt == 0:
@@ -328,13 +372,21 @@ class _JobSession:
         trajectory: TrajectoryRecord | None = None
         for attempt in range(self.attempts):
             tid = task.trajectory_id(self.job.name, attempt)
-            self.emulator.start_trajectory(
+            trajectory = self.emulator.start_trajectory(
                 self.job.arn, tid, rng_key=task.rng_key(self.options.seed, attempt), phase=task.phase,
                 step=task.step, prompt_index=task.prompt_index, rollout_index=task.rollout_index, attempt=attempt,
             )
             started = time.monotonic()
-            transport_error, refusals = self._dispatch(task, tid, attempt)
-            trajectory = self._await_reward(tid)
+            transport_error, refusals = None, []
+            if self.restarted() is None:
+                # After a restart nothing more is dispatched: the job fails at once.
+                transport_error, refusals = self._dispatch(task, tid, attempt)
+            if transport_error is not None or self.restarted() is not None:
+                # The caller (this service) is told the rollout failed: end its session, so a
+                # reward the agent reports later is refused; one that came before the cut counts.
+                trajectory = self.emulator.end_session(self.job.arn, tid, "the service gave up on this attempt")
+            else:
+                trajectory = self._await_reward(tid)
             prefill += trajectory.prompt_tokens
             sample += trajectory.completion_tokens
             failure, retry = self._judge(trajectory, transport_error, refusals, time.monotonic() - started)
@@ -360,6 +412,7 @@ class _JobSession:
     def _dispatch(self, task: RolloutTask, tid: str, attempt: int) -> tuple[str | None, list[str]]:
         """Deliver one rollout to the agent: (transport error message or None, refused sampling calls)."""
         if self.options.lane == LANE_FAST:
+            self._count_dispatch()
             episode = fastlane.play_episode(
                 self.emulator, self.job.arn, tid, task.prompt, temperature=task.temperature,
                 top_p=task.top_p, max_tokens=task.max_tokens, handler=self._handler_for(task, attempt),
@@ -374,8 +427,10 @@ class _JobSession:
         payload["metadata"]["region"] = self.job.config.region
         session_id = f"{tid}-{uuid.uuid4().hex}"[: max(SESSION_ID_MIN, len(tid) + 33)]
         error_message = None
+        self._count_dispatch()
         try:
-            self.runtime.invoke_http(json.dumps(payload).encode(), session_id)
+            # Pinned to the deployment the job started with: after a redeploy nothing reaches the new one.
+            self.runtime.invoke_http(json.dumps(payload).encode(), session_id, generation=self.generation)
         except ServiceError as error:
             error_message = error.message
         refused = [f"{r.status} {r.message}" for r in self.emulator.rejections(self.job.arn) if r.trajectory_id == tid]
@@ -394,14 +449,9 @@ class _JobSession:
     ) -> tuple[str | None, bool]:
         """(FailureReason or None, whether another attempt may fix it)."""
         tid = trajectory.trajectory_id
-        generation = getattr(self.runtime, "generation", self.generation)
-        if generation != self.generation:
-            return (
-                f"{NO_SAMPLES} for rollout {tid}: the agent runtime {self.job.runtime_arn} was restarted "
-                f"while the job was running (generation {self.generation} -> {generation}), so its in-flight "
-                "rollouts never reached the policy. Never redeploy the agent while a job runs.",
-                False,
-            )
+        restarted = self.restarted()
+        if restarted is not None:
+            return f"{NO_SAMPLES} for rollout {tid}: {restarted}", False
         if transport_error is not None and trajectory.completion_status is None:
             return (
                 f"Rollout {tid} could not be completed by the agent runtime {self.job.runtime_arn} "

@@ -15,6 +15,31 @@ Two ways to run the app:
 
 `restart()` drops in-flight invocations, as a redeploy does: a job running meanwhile fails the
 way the walkthrough describes.
+
+Restarts, as AgentCore behaves (a redeploy replaces the session's microVM):
+- every invocation in flight fails at once with RuntimeClientError (424) saying the runtime was
+  restarted; `stop()` shuts down each in-flight connection itself, because closing a socket
+  from another thread does not wake a thread blocked reading it (callers used to wait out the
+  900 s invoke timeout);
+- the agent behind a cut-off invocation can no longer reach the Job Runtime: AgentCore kills it
+  with its microVM; here a subprocess is killed, and in thread mode (threads cannot be killed)
+  the Job Runtime emulator the payload names is told to refuse the trajectory's later calls
+  (`JobRuntimeEmulator.end_session`). So no reward is recorded for a rollout whose caller was
+  told it failed; a reward the agent had reported before the cut is named in the error (the
+  caller is told the truth).
+- a subprocess that dies on its own is not `serving`, and invocations fail at once saying so.
+
+Transport, sized on purpose (DESIGN.md, "Transport sizing"):
+- one loopback connection per invocation (`http.client`, no pool): no pool limit can queue an
+  invocation behind others (httpx's default pool holds 100 connections, and a caller waiting for
+  a pool slot counts against its timeout), and a restart has exactly the sockets in flight to
+  cut. A loopback connect costs about 0.1 ms against rollouts of 100 ms and more.
+- the listening socket's backlog is uvicorn's 2048 (the kernel caps it at somaxconn), far above
+  the service's maximum `rollout_max_concurrency` of 96 and the 256 the stress test uses.
+- no retry here: AgentCore does not retry an invocation; the service does, with a new
+  trajectory (`rollout_max_retries`).
+- timeouts: `init_timeout` for a runtime that is not serving, `invoke_timeout` (900 s, above the
+  service's 600 s rollout_timeout) for each read of one invocation.
 """
 
 from __future__ import annotations
@@ -22,10 +47,12 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import hashlib
+import http.client
 import importlib
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -33,6 +60,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from mtrl_course import config
@@ -61,12 +89,57 @@ MODES = ("thread", "subprocess")
 INIT_TIMEOUT_MESSAGE = "Runtime initialization time exceeded. Please make sure that initialization completes in {seconds:g}s."
 RUNTIME_ERROR_MESSAGE = "Received error ({status}) from runtime. Please check your CloudWatch logs for more information."
 RUNTIME_DROPPED_MESSAGE = "The runtime session ended before the agent answered ({reason}); the runtime may have been restarted."
+RUNTIME_RESTARTED_MESSAGE = (
+    "The runtime session ended before the agent answered: the runtime was restarted (redeployed) "
+    "while this invocation was in flight."
+)
+RUNTIME_EXITED_MESSAGE = "The runtime's process exited (code {code}) and is not serving; restart it."
+# Appended to RUNTIME_RESTARTED_MESSAGE when the agent had reported its reward before the cut.
+REWARD_ALREADY_RECORDED = " The agent had already reported trajectory {trajectory}'s reward ({rewards}) before the restart; the Job Runtime keeps it."
+# The endpoint the agent reads when the payload names none (wordle_agent.rollout.RUNTIME_ENDPOINT_ENV).
+RUNTIME_ENDPOINT_ENV = "RFT_RUNTIME_ENDPOINT"
+TRAJECTORY_KEYS = ("rolloutId", "trajectory_id", "trajectoryId")
 
 
 def runtime_id_for(name: str) -> str:
     """`<name>-<10 chars>`, stable for a name, so offline ARNs repeat from run to run."""
     digest = base64.b32encode(hashlib.sha256(name.encode()).digest()).decode()
     return f"{name}-{digest[:RUNTIME_SUFFIX_LENGTH]}"
+
+
+@dataclass(eq=False)  # identity hashing: kept in a set
+class _Invocation:
+    """One invocation in flight: its connection, and what to fence if a restart cuts it."""
+
+    connection: http.client.HTTPConnection
+    payload: bytes
+    cut: bool = False
+    recorded_reward: tuple[float, ...] | None = None
+    fenced_trajectory: str | None = None
+
+
+def _rollout_ids(payload: bytes, default_endpoint: str | None) -> tuple[str, str, str] | None:
+    """(Job Runtime endpoint, job ARN, trajectory id) a rollout payload names, if it names them."""
+    try:
+        metadata = json.loads(payload).get("metadata")
+    except (ValueError, AttributeError, RecursionError):
+        return None
+    if not isinstance(metadata, dict):
+        return None
+    job_arn = metadata.get("jobArn") or metadata.get("job_arn")
+    trajectory = next((metadata[k] for k in TRAJECTORY_KEYS if isinstance(metadata.get(k), str)), None)
+    endpoint = metadata.get("endpoint") if isinstance(metadata.get("endpoint"), str) else default_endpoint
+    if not (isinstance(job_arn, str) and trajectory and endpoint):
+        return None
+    return endpoint.rstrip("/"), job_arn, trajectory
+
+
+def _signal_group(process: subprocess.Popen, signum: int) -> None:
+    """Signal the runtime's process group (it was started as its own session)."""
+    try:
+        os.killpg(process.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _bound_socket(port: int = 0) -> socket.socket:
@@ -91,6 +164,9 @@ class LocalAgentRuntime:
         invoke_timeout: how long one invocation may take.
         region, account: where the ARN says the runtime lives (default: the offline ones).
         register: register with the offline backend (the default in offline mode).
+        workers: app processes sharing the port (subprocess mode). AgentCore runs every session
+            in its own microVM, so concurrent invocations never share an interpreter lock there;
+            one process here would serialise them on one core.
     """
 
     def __init__(
@@ -105,14 +181,18 @@ class LocalAgentRuntime:
         region: str | None = None,
         account: str | None = None,
         register: bool | None = None,
+        workers: int = 1,
     ):
         if not re.fullmatch(NAME_PATTERN, name):
             raise ValueError(f"runtime name {name!r} is not valid: it must match {NAME_PATTERN} (no hyphens)")
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if workers < 1 or (workers > 1 and mode != "subprocess"):
+            raise ValueError(f"workers must be 1, or more in subprocess mode; got {workers} in {mode} mode")
         if ":" not in app_import:
             raise ValueError(f"app_import must look like 'package.module:app', got {app_import!r}")
         self.app_import = app_import
+        self.workers = workers
         self.name = name
         self.mode = mode
         self.env = dict(env or {})
@@ -131,7 +211,7 @@ class LocalAgentRuntime:
         self._process: subprocess.Popen | None = None
         self._ready = threading.Event()
         self._lock = threading.RLock()
-        self._client: Any = None
+        self._in_flight: set[_Invocation] = set()
         self._saved_env: dict[str, str | None] = {}
         self.registered = (not config.is_live()) if register is None else register
         if self.registered:
@@ -148,13 +228,20 @@ class LocalAgentRuntime:
 
     @property
     def serving(self) -> bool:
-        return self._ready.is_set()
+        """Answering `/ping` and still running (a dead child process is not serving)."""
+        return self._ready.is_set() and self._alive()
+
+    @property
+    def in_flight(self) -> int:
+        """Invocations sent and not yet answered."""
+        with self._lock:
+            return len(self._in_flight)
 
     def start(self, wait: bool = True) -> LocalAgentRuntime:
         """Start serving (idempotent); with `wait`, block until `/ping` answers."""
         with self._lock:
             if self._thread is None and self._process is None:
-                sock = _bound_socket(self._port or 0)
+                sock = self._bind()
                 self._port = sock.getsockname()[1]
                 if self.mode == "thread":
                     self._start_thread(sock)
@@ -170,6 +257,18 @@ class LocalAgentRuntime:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"runtime {self.name} did not answer {PING_PATH} within {self.init_timeout:g} s")
         return self
+
+    def _bind(self) -> socket.socket:
+        # On restart the port is the old server's; its thread releases it within a loop tick
+        # or two of stop(), even while cut-off handler threads are still winding down.
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while True:
+            try:
+                return _bound_socket(self._port or 0)
+            except OSError:
+                if self._port is None or time.monotonic() > deadline:
+                    raise
+                time.sleep(PING_INTERVAL_S)
 
     def _alive(self) -> bool:
         thread, process = self._thread, self._process
@@ -204,10 +303,14 @@ class LocalAgentRuntime:
     def _start_subprocess(self, sock: socket.socket) -> None:
         command = [
             sys.executable, "-m", "uvicorn", self.app_import, "--fd", str(sock.fileno()),
-            "--lifespan", "off", "--log-level", "warning", "--no-access-log",
+            "--lifespan", "off", "--log-level", "warning", "--no-access-log", "--timeout-graceful-shutdown", "1",
+            "--workers", str(self.workers),
         ]
         environment = {**os.environ, **self.env}
-        self._process = subprocess.Popen(command, env=environment, pass_fds=(sock.fileno(),), stdout=subprocess.DEVNULL)
+        # Its own process group: a stop reaches uvicorn's worker processes too, not only their supervisor.
+        self._process = subprocess.Popen(
+            command, env=environment, pass_fds=(sock.fileno(),), stdout=subprocess.DEVNULL, start_new_session=True
+        )
         sock.close()  # the child holds its own copy
 
     def _watch_ready(self) -> None:
@@ -230,25 +333,45 @@ class LocalAgentRuntime:
             time.sleep(PING_INTERVAL_S)
 
     def stop(self) -> None:
-        """Stop serving; in-flight invocations are cut off (idempotent)."""
+        """Stop serving; in-flight invocations are cut off at once (idempotent).
+
+        Order matters: the cut-off trajectories are fenced at the Job Runtime before their
+        connections are shut down, so an agent thread that outlives its invocation (thread mode)
+        cannot report a reward its caller will be told never came.
+        """
         with self._lock:
             self._ready.clear()
             server, thread, process = self._server, self._thread, self._process
             self._server = self._thread = self._process = None
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+            cut = list(self._in_flight)
+            for invocation in cut:
+                invocation.cut = True
+        for invocation in cut:
+            self._fence(invocation)
+        for invocation in cut:
+            sock = invocation.connection.sock
+            if sock is not None:
+                try:
+                    # shutdown, not close: it wakes the invoking thread blocked in recv().
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
         if server is not None:
             server.should_exit = True
             server.force_exit = True
-        if thread is not None:
-            thread.join(STOP_TIMEOUT_S)
         if process is not None:
-            process.terminate()
+            # A redeploy ends the session's microVM: with invocations cut, nothing is left to finish.
+            _signal_group(process, signal.SIGKILL if cut else signal.SIGTERM)
             try:
                 process.wait(STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                process.kill()
+                _signal_group(process, signal.SIGKILL)
+                process.wait(STOP_TIMEOUT_S)
+            _signal_group(process, signal.SIGKILL)  # any worker its supervisor left behind
+        if thread is not None:
+            # Cut-off handler threads keep the old server's loop waiting for them (fenced, they
+            # end quickly); the port is free already, so a restart does not wait for them long.
+            thread.join(1.0 if cut else STOP_TIMEOUT_S)
         for key, value in self._saved_env.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -256,14 +379,32 @@ class LocalAgentRuntime:
                 os.environ[key] = value
         self._saved_env.clear()
 
+    def _fence(self, invocation: _Invocation) -> None:
+        from mtrl_course.local.jobruntime import serving_emulator
+
+        ids = _rollout_ids(invocation.payload, self.env.get(RUNTIME_ENDPOINT_ENV) or os.environ.get(RUNTIME_ENDPOINT_ENV))
+        if ids is None:
+            return
+        endpoint, job_arn, trajectory = ids
+        emulator = serving_emulator(endpoint)
+        if emulator is None:
+            return
+        try:
+            record = emulator.end_session(job_arn, trajectory, f"the agent runtime {self.arn} was restarted")
+        except (KeyError, ValueError):
+            return
+        invocation.fenced_trajectory = trajectory
+        invocation.recorded_reward = record.rewards
+
     def restart(self, env: Mapping[str, str] | None = None) -> LocalAgentRuntime:
         """Stop and start again on the same port (a redeploy); `env` replaces the variables given."""
+        with self._lock:
+            # Before the cut, so a caller told "restarted" already sees the new generation.
+            self.generation += 1
+            self.updated_at = dt.datetime.now(dt.timezone.utc)
         self.stop()
         if env is not None:
             self.env.update(env)
-        with self._lock:
-            self.generation += 1
-            self.updated_at = dt.datetime.now(dt.timezone.utc)
         return self.start()
 
     def close(self) -> None:
@@ -282,35 +423,91 @@ class LocalAgentRuntime:
         self.close()
 
     # -- invocations --------------------------------------------------------------------------
-    def _http(self) -> Any:
-        import httpx
-
-        with self._lock:
-            if self._client is None:
-                self._client = httpx.Client(timeout=self.invoke_timeout)
-            return self._client
-
-    def invoke_http(self, payload: bytes, session_id: str, *, content_type: str = "application/json", accept: str | None = None) -> tuple[int, str, bytes]:
+    def invoke_http(
+        self, payload: bytes, session_id: str, *, content_type: str = "application/json", accept: str | None = None,
+        generation: int | None = None,
+    ) -> tuple[int, str, bytes]:
         """One InvokeAgentRuntime as AgentCore performs it: returns (status, content type, body).
 
         Raises `ServiceError` as AgentCore would answer: RuntimeClientError (424) when the
-        runtime does not come up within `init_timeout`, when the app answers 4xx/5xx, or when the
-        connection drops mid-invocation.
+        runtime does not come up within `init_timeout`, when its process has exited, when the app
+        answers 4xx/5xx, when a restart cuts the invocation off, or when the connection drops.
+        `generation` pins the deployment (as a job is bound to the runtime version it started
+        with): once the runtime has been restarted past it, the invocation fails at once.
         """
-        import httpx
-
-        if not self._ready.wait(self.init_timeout):
-            raise ServiceError("RuntimeClientError", INIT_TIMEOUT_MESSAGE.format(seconds=self.init_timeout), 424)
         headers = {"Content-Type": content_type, SESSION_HEADER: session_id, REQUEST_ID_HEADER: str(uuid.uuid4())}
         if accept:
             headers["Accept"] = accept
+        invocation = self._begin(payload, generation)
+        connection = invocation.connection
         try:
-            reply = self._http().post(self.url + INVOCATIONS_PATH, content=payload, headers=headers)
-        except httpx.HTTPError as err:
+            connection.request("POST", INVOCATIONS_PATH, body=payload, headers=headers)
+            reply = connection.getresponse()
+            body = reply.read()
+            status, reply_type = reply.status, reply.getheader("content-type", "application/json")
+        except (OSError, http.client.HTTPException) as err:
+            if invocation.cut:
+                raise ServiceError("RuntimeClientError", self._restarted_message(invocation), 424) from None
+            if not self._alive():
+                raise ServiceError("RuntimeClientError", self._exited_message(), 424) from None
             raise ServiceError("RuntimeClientError", RUNTIME_DROPPED_MESSAGE.format(reason=type(err).__name__), 424) from None
-        if reply.status_code >= 400:
-            raise ServiceError("RuntimeClientError", RUNTIME_ERROR_MESSAGE.format(status=reply.status_code), 424)
-        return reply.status_code, reply.headers.get("content-type", "application/json"), reply.content
+        finally:
+            with self._lock:
+                self._in_flight.discard(invocation)
+            connection.close()
+        # A complete answer that a restart raced past is still the agent's answer: returned.
+        if status >= 400:
+            raise ServiceError("RuntimeClientError", RUNTIME_ERROR_MESSAGE.format(status=status), 424)
+        return status, reply_type, body
+
+    def _begin(self, payload: bytes, pinned: int | None) -> _Invocation:
+        """Wait for the runtime to serve, connect, and register the invocation as in flight."""
+        deadline = time.monotonic() + self.init_timeout
+        with self._lock:
+            # An invocation belongs to the deployment it arrived at: if that one is restarted
+            # before the invocation is registered, it is cut off like those already in flight
+            # (a restart bumps the generation before it stops the server).
+            generation = self.generation if pinned is None else pinned
+        while True:
+            if generation != self.generation:
+                raise ServiceError("RuntimeClientError", RUNTIME_RESTARTED_MESSAGE, 424)
+            if not self._ready.wait(max(0.0, deadline - time.monotonic())):
+                raise ServiceError("RuntimeClientError", INIT_TIMEOUT_MESSAGE.format(seconds=self.init_timeout), 424)
+            if not self._alive():
+                raise ServiceError("RuntimeClientError", self._exited_message(), 424)
+            connection = http.client.HTTPConnection(HOST, self._port, timeout=self.invoke_timeout)
+            invocation = _Invocation(connection, payload)
+            try:
+                connection.connect()
+                connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                connection.close()
+                if generation != self.generation:
+                    raise ServiceError("RuntimeClientError", RUNTIME_RESTARTED_MESSAGE, 424) from None
+                if self._ready.is_set():
+                    raise ServiceError("RuntimeClientError", RUNTIME_DROPPED_MESSAGE.format(reason="connection refused"), 424) from None
+                continue  # stopped meanwhile (not restarted): wait for it to serve again
+            with self._lock:
+                # Registered under the lock stop() takes: either stop() sees this socket and
+                # shuts it down, or this sees that the runtime was stopped or restarted.
+                if self._ready.is_set() and generation == self.generation:
+                    self._in_flight.add(invocation)
+                    return invocation
+            connection.close()
+            if generation != self.generation:
+                raise ServiceError("RuntimeClientError", RUNTIME_RESTARTED_MESSAGE, 424)
+
+    def _restarted_message(self, invocation: _Invocation) -> str:
+        message = RUNTIME_RESTARTED_MESSAGE
+        if invocation.recorded_reward is not None:
+            rewards = ", ".join(f"{r:g}" for r in invocation.recorded_reward)
+            message += REWARD_ALREADY_RECORDED.format(trajectory=invocation.fenced_trajectory, rewards=rewards)
+        return message
+
+    def _exited_message(self) -> str:
+        process = self._process
+        code = process.poll() if process is not None else None
+        return RUNTIME_EXITED_MESSAGE.format(code=code)
 
     def invoke(self, payload: Any, session_id: str | None = None) -> Any:
         """Invoke the app directly (no boto3); returns the decoded JSON answer (or the text)."""
