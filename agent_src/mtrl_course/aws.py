@@ -120,10 +120,8 @@ def session(region: str | None = None) -> boto3.Session:
     if config.is_live():
         live = boto3.Session(region_name=region) if region else boto3.Session()
         if not live.region_name:
-            raise RuntimeError(
-                "No AWS Region: set AWS_REGION (or AWS_DEFAULT_REGION), give your profile a region, "
-                "or pass session(region=...)."
-            )
+            ignored = f" (AWS_REGION={os.environ['AWS_REGION']!r} is set, but boto3 ignores it)" if os.environ.get("AWS_REGION") else ""
+            raise RuntimeError(f"No AWS Region{ignored}: {config.REGION_ADVICE}, or pass session(region=...).")
         if live.get_credentials() is None:
             raise RuntimeError(
                 "No AWS credentials: configure a profile (aws configure / aws sso login), set "

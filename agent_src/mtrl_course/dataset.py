@@ -578,6 +578,8 @@ class _JsonArrayReader:
             # A number can end at the chunk boundary and still go on in the next chunk.
             if end == len(self.buf) and self._more():
                 continue
+            if end - start > MAX_RECORD_BYTES:
+                return None, _too_long(end - start, "the row")
             self.pos = end
             return value, None
 
