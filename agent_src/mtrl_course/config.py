@@ -15,7 +15,7 @@ MODE_ENV_VAR = "MTRL_MODE"
 OFFLINE_REGION = "us-east-1"
 # boto3 (botocore's config chain) takes the Region from AWS_DEFAULT_REGION or the profile's
 # `region`, never from AWS_REGION, which the AWS SDKs for other languages and the AgentCore and
-# Lambda runtimes use. Advice to set AWS_REGION left learners with the same NoRegionError.
+# Lambda runtimes use. Advice naming AWS_REGION left learners with the same NoRegionError.
 REGION_ENV_VAR = "AWS_DEFAULT_REGION"
 REGION_ADVICE = (
     f"set {REGION_ENV_VAR} (for example `export {REGION_ENV_VAR}=us-east-1`) or give your AWS profile "
