@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from mtrl_course import aws, cli, config
 
 pytestmark = pytest.mark.filterwarnings("ignore:register_new_resolver:UserWarning")
@@ -128,7 +127,7 @@ def test_debug_shows_the_traceback(capsys, live_without_credentials):
 def test_a_failing_offline_command_is_one_line(capsys, tmp_path):
     backend = aws.reset_offline(tmp_path / "state")
     try:
-        code, out, err = invoke(capsys, ["train", "--attach", "no-such-job"])
+        code, _, err = invoke(capsys, ["train", "--attach", "no-such-job"])
     finally:
         aws.reset_offline(tmp_path / "state")
     assert backend is not None
@@ -180,7 +179,7 @@ def run_mtrl(*argv: str, **env: str) -> subprocess.CompletedProcess:
     root = Path(cli.__file__).resolve().parents[1]
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]), **env}
     return subprocess.run([sys.executable, "-m", "mtrl_course.cli", *argv], capture_output=True, text=True,
-                          env=environment, timeout=120)
+                          env=environment, timeout=120, check=False)
 
 
 def test_help_works_whatever_the_mode_says():
@@ -191,7 +190,6 @@ def test_help_works_whatever_the_mode_says():
 def test_a_bad_mode_is_one_line_for_a_command():
     result = run_mtrl("dataset", "validate", MTRL_MODE="bogus")
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert result.stderr.strip().splitlines() == [
-        "mtrl dataset validate: error: MTRL_MODE='bogus' is not a mode; set it to 'offline' (the default) or "
-        "'live' (`mtrl --debug ...` shows the traceback)"
-    ]
+    expected = ("mtrl dataset validate: error: MTRL_MODE='bogus' is not a mode; set it to 'offline' (the default) or "
+                "'live' (`mtrl --debug ...` shows the traceback)")
+    assert result.stderr.strip().splitlines() == [expected]

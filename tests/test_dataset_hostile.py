@@ -14,9 +14,14 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from mtrl_course import dataset
-from mtrl_course.dataset import encode_task, export, make_splits, validate_file, write_jsonl
+from mtrl_course.dataset import (
+    encode_task,
+    export,
+    make_splits,
+    validate_file,
+    write_jsonl,
+)
 
 DEEP = 100_000  # far past any recursion limit
 DIGITS = sys.get_int_max_str_digits() + 1 if sys.get_int_max_str_digits() else 5_000

@@ -6,13 +6,11 @@ or the profile's region), so a learner who followed it kept the same error.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import boto3
 import pytest
-
 from mtrl_course import aws, config, preflight
 
 REPO = Path(config.REPO_ROOT)

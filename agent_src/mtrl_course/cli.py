@@ -387,6 +387,10 @@ def _train(args: argparse.Namespace) -> int:
         raise UsageError(f"--attach reports on an existing job; it cannot be combined with {', '.join(launch_flags)}")
     if args.wait and not args.attach:
         raise UsageError("--wait applies only with --attach (a launched job is waited for unless --no-wait)")
+    from mtrl_course import config
+
+    if args.no_wait and not config.is_live():
+        return _train_detached(args)
     _quiet()
     if args.attach:
         job = training.attach(args.attach)
@@ -412,6 +416,45 @@ def _train(args: argparse.Namespace) -> int:
         job.refresh()
     _report_training(job)
     return 0 if job.job_status == "Completed" else 1
+
+
+# Offline the job runs inside the process that created it (the local service's threads), and a
+# job whose process is gone is failed by the service. So `--no-wait` used to leave a Failed job
+# every time. Offline it now starts `mtrl train` (without --no-wait) as a detached process that
+# runs the job to its end, and returns once that process has launched it.
+DETACHED_LAUNCH_TIMEOUT_S = 600.0  # imports and resources on a busy 2-core machine, with margin
+DETACHED_POLL_S = 0.2
+DETACHED_LOG_SUBDIR = "detached"
+
+
+def _train_detached(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from mtrl_course import config
+
+    log_dir = config.STATE_DIR / DETACHED_LOG_SUBDIR
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log = log_dir / f"train-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    child_argv = [arg for arg in args.argv if arg != "--no-wait"]
+    package_root = str(Path(__file__).resolve().parents[1])  # the same code, wherever it is installed
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
+    with open(log, "wb") as out:
+        child = subprocess.Popen([sys.executable, "-m", "mtrl_course.cli", *child_argv], stdout=out,
+                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    deadline = time.monotonic() + DETACHED_LAUNCH_TIMEOUT_S
+    while time.monotonic() < deadline:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        launched = next((line for line in lines if line.startswith("launched ")), None)
+        if launched:
+            name = launched.removeprefix("launched ").strip()
+            print(f"{launched} (offline: running in a detached process, pid {child.pid}; log {log})")
+            print(f"follow it with `mtrl jobs` or `mtrl train --attach {name} --wait`")
+            return 0
+        if child.poll() is not None:
+            tail = next((line for line in reversed(lines) if line.strip()), f"it exited with status {child.returncode}")
+            raise RuntimeError(f"the detached training process did not launch a job: {tail} (log {log})")
+        time.sleep(DETACHED_POLL_S)
+    raise RuntimeError(f"the detached training process launched no job within {DETACHED_LAUNCH_TIMEOUT_S:.0f} s (log {log})")
 
 
 # ------------------------------------------------------------------------------------- evaluate
@@ -443,7 +486,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     if not group["min"] <= args.group_size <= group["max"]:
         raise UsageError(f"--group-size must be between {group['min']} and {group['max']}, got {args.group_size}")
     if args.job and not any(model == TRAINED_ALIAS for model, _ in args.runs):
-        raise UsageError(f"--job names the model 'trained' means, but --runs has no trained:<temperature> run")
+        raise UsageError("--job names the model 'trained' means, but --runs has no trained:<temperature> run")
     _quiet()
     res = resources.prepare()
     trained = args.job
@@ -595,7 +638,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=_whole_number(1, why=" (the service trains at least one step)"), default=None,
                    help="override max_steps (at least 1)")
     p.add_argument("--yes", action="store_true", help="live: really start the job (it bills tokens for hours)")
-    p.add_argument("--no-wait", action="store_true", help="return once the job is created")
+    p.add_argument("--no-wait", action="store_true",
+                   help="return once the job is created (offline: it runs on in a detached process)")
     p.add_argument("--attach", metavar="JOB_NAME", type=_text("job name"), default=None,
                    help="report on an existing job instead of starting one")
     p.add_argument("--wait", action="store_true", help="with --attach: wait for the job to end first")
@@ -669,7 +713,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv
     command = " ".join(["mtrl", args.command] + ([args.action] if getattr(args, "action", None) else []))
     try:
         return int(args.func(args) or 0)

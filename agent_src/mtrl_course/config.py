@@ -11,6 +11,12 @@ import random
 from enum import Enum
 from pathlib import Path
 
+from mtrl_course import telemetry
+
+# Before anything imports MLflow or the SageMaker SDK: both read their switches at use, but a
+# client created early would otherwise already have checked in (telemetry.py lists them).
+telemetry.switch_off()
+
 MODE_ENV_VAR = "MTRL_MODE"
 OFFLINE_REGION = "us-east-1"
 # boto3 (botocore's config chain) takes the Region from AWS_DEFAULT_REGION or the profile's
