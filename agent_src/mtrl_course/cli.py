@@ -351,6 +351,19 @@ def _step_metrics(job: Any) -> list[dict[str, Any]]:
     arn = (config_doc.get("MlflowConfig") or {}).get("MlflowResourceArn")
     if not details.get("RunId") or not arn:
         return []
+    import mlflow
+
+    from mtrl_course import config, resources, storage
+
+    if not config.is_live():
+        # Offline an MLflow app (and moto's bucket) lives in the process that created it; in a
+        # fresh one (attaching to a job a detached process ran) the app is created again under
+        # the same ARN and finds the job's runs on disk.
+        resources.ensure_mlflow_app(bucket=storage.ensure_bucket())
+    # sagemaker-mlflow's auth plugin signs requests for the global tracking URI, not the
+    # client's: in a fresh process (`mtrl train --attach` after the job's own process ended) it
+    # split the default URI as an ARN and failed with IndexError.
+    mlflow.set_tracking_uri(arn)
     client = MlflowClient(tracking_uri=arn)
     steps: dict[int, dict[str, Any]] = {}
     for key in STEP_METRICS:
