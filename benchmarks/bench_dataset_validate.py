@@ -31,7 +31,7 @@ MB = 1024 * 1024
 
 
 def build_files(folder: Path, size: int) -> dict[str, Path]:
-    lines = TRAIN.read_text(encoding="utf-8").splitlines()
+    lines = TRAIN.read_text(encoding="utf-8").splitlines()  # 80 KB
     files = {"copies.jsonl": folder / "copies.jsonl", "fresh-ids.jsonl": folder / "fresh-ids.jsonl"}
     with open(files["copies.jsonl"], "w", encoding="utf-8") as copies, open(files["fresh-ids.jsonl"], "w", encoding="utf-8") as fresh:
         written, n = 0, 0
@@ -44,11 +44,20 @@ def build_files(folder: Path, size: int) -> dict[str, Path]:
             fresh.write(fresh_line + "\n")
             written += len(line) + 1
             n += 1
-    rows = files["fresh-ids.jsonl"].read_text(encoding="utf-8").splitlines()
+    # Streamed, never held: a child's peak RSS as wait4 reports it starts from the parent's
+    # at fork time (Linux keeps the high-water mark across exec), so the parent stays small.
     files["array.json"] = folder / "array.json"
-    files["array.json"].write_text("[\n" + ",\n".join(rows) + "\n]\n", encoding="utf-8")
     files["one-line-array.jsonl"] = folder / "one-line-array.jsonl"
-    files["one-line-array.jsonl"].write_text("[" + ", ".join(rows) + "]\n", encoding="utf-8")
+    with open(files["fresh-ids.jsonl"], encoding="utf-8") as source, \
+            open(files["array.json"], "w", encoding="utf-8") as array, \
+            open(files["one-line-array.jsonl"], "w", encoding="utf-8") as one_line:
+        array.write("[\n")
+        one_line.write("[")
+        for n, row in enumerate(source):
+            array.write((",\n" if n else "") + row.rstrip("\n"))
+            one_line.write((", " if n else "") + row.rstrip("\n"))
+        array.write("\n]\n")
+        one_line.write("]\n")
     return files
 
 

@@ -225,3 +225,14 @@ def test_a_directory_or_unreadable_file_is_a_problem(tmp_path, rows):
 
 def test_clean_files_still_pass(tmp_path, rows):
     assert validate_file(write_jsonl(rows, tmp_path / "ok.jsonl")) == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(values=st.lists(st.text(max_size=8), max_size=3000))
+def test_the_compact_first_line_table_agrees_with_a_dict(values):
+    table, expected = dataset._FirstLines(capacity=4), {}
+    for line, value in enumerate(values, start=1):
+        assert table.setdefault(value, line) == expected.setdefault(value, line)
+    assert len(table) == len(expected)
+    assert all(table.get(value) == line for value, line in expected.items())
+    assert table.get("\x00not-there\x00") is None or "\x00not-there\x00" in expected

@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from mtrl_course import aws, config, netguard, telemetry
 
 REMOTE = ("203.0.113.7", 9)  # TEST-NET-3, the discard port
