@@ -869,9 +869,13 @@ class _FirstLines:
     _EMPTY = 0
 
     def __init__(self, capacity: int = 1024):
-        self._hashes = array("Q", bytes(8 * capacity))
-        self._lines = array("I", bytes(4 * capacity))
+        self._hashes, self._lines = self._slots(capacity)
         self._size = 0
+
+    @staticmethod
+    def _slots(capacity: int) -> tuple[array, array]:
+        # Repeating a one-item array allocates once; array("Q", bytes(n)) held both copies.
+        return array("Q", [0]) * capacity, array("I", [0]) * capacity
 
     @staticmethod
     def _key(text: str) -> int:
@@ -902,12 +906,14 @@ class _FirstLines:
         return line
 
     def _grow(self) -> None:
-        old = [(k, v) for k, v in zip(self._hashes, self._lines) if k != self._EMPTY]
-        capacity = 2 * len(self._hashes)
-        self._hashes, self._lines = array("Q", bytes(8 * capacity)), array("I", bytes(4 * capacity))
-        for key, line in old:
-            index = self._slot(key)
-            self._hashes[index], self._lines[index] = key, line
+        # Slot by slot from the old arrays: a list of the entries first would cost about 100
+        # bytes each at the very moment the table is largest (it set the peak, measured).
+        old_hashes, old_lines = self._hashes, self._lines
+        self._hashes, self._lines = self._slots(2 * len(old_hashes))
+        for key, line in zip(old_hashes, old_lines):
+            if key != self._EMPTY:
+                index = self._slot(key)
+                self._hashes[index], self._lines[index] = key, line
 
     def __len__(self) -> int:
         return self._size
