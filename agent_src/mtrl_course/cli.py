@@ -13,7 +13,7 @@ Offline (the default) every command runs against the local stack and spends noth
 
 Every bad argument, and every failure a learner can cause (no credentials, an unknown job, a
 broken file), ends in one line on stderr naming what was wrong and a non-zero exit: 2 for a
-usage error, 1 for a failure. `mtrl --debug ...` shows the traceback instead.
+usage error, 1 for a failure. `mtrl --debug ...` (or MTRL_DEBUG=1) shows the traceback instead.
 """
 
 from __future__ import annotations
