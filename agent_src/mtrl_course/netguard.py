@@ -128,7 +128,10 @@ def _first(args: tuple) -> Any:
 
 
 def _audit(event: str, args: tuple) -> None:
-    if not event.startswith("socket."):  # the hook sees every audited event: leave fast
+    # The hook sees every audited event in the process (a one-step offline training raised 1.9
+    # million, nearly all builtins.id from deepcopy), each costing about 0.4 us for the call
+    # alone (measured): leave on the cheapest test that rules most of them out.
+    if event[0] != "s" or not event.startswith("socket."):
         return
     if event == "socket.connect":
         _check_address(args[0].family, args[1])
