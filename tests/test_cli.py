@@ -157,3 +157,37 @@ def test_cleanup_lists_then_deletes_only_with_yes(capsys, offline):
     code, out = run(capsys, "cleanup", "--yes")
     assert code == 0
     assert not iam.role_exists(naming.resource_name(iam.JOB_ROLE_KIND))
+
+
+
+@pytest.mark.slow
+def test_offline_no_wait_leaves_a_job_that_completes(tmp_path):
+    # Offline the job runs in the process that created it; --no-wait used to end that process
+    # at once, and the service failed the job ("the Python process that ran it ended").
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    root = str(Path(cli.__file__).resolve().parents[1])
+    env = {**os.environ, "MTRL_STATE_DIR": str(tmp_path / "state"),
+           "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+
+    def mtrl(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "mtrl_course.cli", *argv], capture_output=True, text=True,
+                              env=env, cwd=tmp_path, timeout=900, check=False)
+
+    launched = mtrl("train", "--no-wait", "--max-steps", "1")
+    assert launched.returncode == 0, launched.stdout + launched.stderr
+    first = launched.stdout.splitlines()[0]
+    name = first.removeprefix("launched ").split()[0]
+    pid = int(first.split("pid ")[1].split(";")[0]) if "pid " in first else None
+    try:
+        attached = mtrl("train", "--attach", name, "--wait")
+        assert attached.returncode == 0 and f"job: {name}  status: Completed" in attached.stdout, attached.stdout + attached.stderr
+    finally:
+        if pid is not None:  # the detached process ends with its job; make sure of it
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass

@@ -32,17 +32,15 @@ botocore ClientError subclass for the service's error code.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
-import socket
 import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mtrl_course import config
+from mtrl_course import config, netguard, telemetry
 from mtrl_course.errors import ServiceError
 from mtrl_course.local import apicall
 from mtrl_course.local.apicall import ApiCall
@@ -79,19 +77,15 @@ OFFLINE_ENV = {
 # retries with exponential backoff kept the SDK's wait() busy for about four minutes (measured)
 # before it gave up on a link it only prints.
 MLFLOW_RETRIES_ENV_VAR = "MLFLOW_HTTP_REQUEST_MAX_RETRIES"
-# The SageMaker SDK honours no telemetry environment variable (checked in sagemaker-core 2.27:
-# `SAGEMAKER_TELEMETRY_DISABLED` is read nowhere). Its opt-out is the SDK config file's
-# SageMaker.PythonSDK.Modules.TelemetryOptOut, which this variable points the SDK at.
-SDK_CONFIG_ENV_VAR = "SAGEMAKER_USER_CONFIG_OVERRIDE"
-SDK_CONFIG_FILE = "sagemaker-sdk-config.yaml"
-SDK_CONFIG_TEXT = "SchemaVersion: '1.0'\nSageMaker:\n  PythonSDK:\n    Modules:\n      TelemetryOptOut: true\n"
+# Telemetry switches (the SageMaker SDK's is a config file this variable points at): telemetry.py.
+SDK_CONFIG_ENV_VAR = telemetry.SDK_CONFIG_ENV_VAR
 OFFLINE_STATE_SUBDIR = "offline"
 
 JSON = dict[str, Any]
 
 
-class OfflineNetworkError(ConnectionRefusedError):
-    """A connection to anything but loopback while the offline backend is active."""
+# A connection to anything but loopback while the offline backend is active (netguard.py).
+OfflineNetworkError = netguard.OfflineNetworkError
 
 
 # ----------------------------------------------------------------------------------------------
@@ -112,10 +106,8 @@ def session(region: str | None = None) -> boto3.Session:
     if config.is_live():
         live = boto3.Session(region_name=region) if region else boto3.Session()
         if not live.region_name:
-            raise RuntimeError(
-                "No AWS Region: set AWS_REGION (or AWS_DEFAULT_REGION), give your profile a region, "
-                "or pass session(region=...)."
-            )
+            ignored = f" (AWS_REGION={os.environ['AWS_REGION']!r} is set, but boto3 ignores it)" if os.environ.get("AWS_REGION") else ""
+            raise RuntimeError(f"No AWS Region{ignored}: {config.REGION_ADVICE}, or pass session(region=...).")
         if live.get_credentials() is None:
             raise RuntimeError(
                 "No AWS credentials: configure a profile (aws configure / aws sso login), set "
@@ -124,6 +116,8 @@ def session(region: str | None = None) -> boto3.Session:
             )
         for name in REGION_ENV_VARS:
             os.environ.setdefault(name, live.region_name)
+        telemetry.switch_off()
+        telemetry.sdk_opt_out(config.STATE_DIR, keep_user_config=True)
         return live
     offline_backend()
     return boto3.Session(
@@ -180,75 +174,20 @@ def _prepare_offline_environment(state_dir: Path) -> None:
     for name in REGION_ENV_VARS:
         os.environ[name] = config.OFFLINE_REGION
     os.environ.setdefault(MLFLOW_RETRIES_ENV_VAR, "0")
-    if SDK_CONFIG_ENV_VAR not in os.environ:
-        state_dir.mkdir(parents=True, exist_ok=True)
-        path = state_dir / SDK_CONFIG_FILE
-        path.write_text(SDK_CONFIG_TEXT)
-        os.environ[SDK_CONFIG_ENV_VAR] = str(path)
-
-
-def _is_local_host(host: Any) -> bool:
-    if host in (None, "", "localhost", "localhost.localdomain"):
-        return True
-    if isinstance(host, bytes):
-        host = host.decode(errors="replace")
-    try:
-        address = ipaddress.ip_address(str(host).split("%", 1)[0])
-    except ValueError:
-        return str(host).lower() in (socket.gethostname().lower(), "localhost")
-    return address.is_loopback or address.is_unspecified
-
-
-def _is_address(host: Any) -> bool:
-    try:
-        ipaddress.ip_address(host.decode() if isinstance(host, bytes) else str(host))
-    except ValueError:
-        return False
-    return True
-
-
-_GUARD_INSTALLED = False
+    telemetry.switch_off()
+    telemetry.sdk_opt_out(state_dir, keep_user_config=False)
+    netguard.guard_children(state_dir)
 
 
 def install_network_guard() -> None:
-    """Refuse connections and name lookups that would leave the machine (idempotent).
+    """Refuse connections, datagrams and name lookups that would leave the machine (idempotent).
 
     moto intercepts AWS calls inside botocore, but anything else (telemetry GETs, a stray
     https:// URL, an IMDS probe) would reach the network; offline must not, and must say why.
-    The offline backend installs it; a test suite can install it on its own as well.
+    The offline backend installs it (and `guard_children` for Python children); a test suite
+    can install it on its own as well. What it covers and what it cannot: netguard.py.
     """
-    global _GUARD_INSTALLED
-    if _GUARD_INSTALLED:
-        return
-    original_connect = socket.socket.connect
-    original_connect_ex = socket.socket.connect_ex
-    original_getaddrinfo = socket.getaddrinfo
-
-    def _check(sock: socket.socket, address: Any) -> None:
-        if sock.family in (socket.AF_INET, socket.AF_INET6) and not _is_local_host(address[0]):
-            raise OfflineNetworkError(
-                f"offline mode: connection to {address[0]}:{address[1]} refused; only loopback "
-                "(127.0.0.1, localhost) is allowed. Set MTRL_MODE=live to use AWS."
-            )
-
-    def guarded_connect(sock: socket.socket, address: Any) -> None:
-        _check(sock, address)
-        return original_connect(sock, address)
-
-    def guarded_connect_ex(sock: socket.socket, address: Any) -> int:
-        _check(sock, address)
-        return original_connect_ex(sock, address)
-
-    def guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
-        # An address literal needs no lookup: let it through, and connect() refuses it if remote.
-        if not _is_local_host(host) and not _is_address(host):
-            raise socket.gaierror(socket.EAI_NONAME, f"offline mode: name lookup of {host!r} refused (loopback only)")
-        return original_getaddrinfo(host, *args, **kwargs)
-
-    socket.socket.connect = guarded_connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = guarded_connect_ex  # type: ignore[method-assign]
-    socket.getaddrinfo = guarded_getaddrinfo
-    _GUARD_INSTALLED = True
+    netguard.install()
 
 
 _LOADERS_SHARED = False

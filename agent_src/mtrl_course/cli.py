@@ -10,12 +10,18 @@ Heavy imports happen inside each command so `mtrl --help` stays instant.
 
 Offline (the default) every command runs against the local stack and spends nothing. Live
 (MTRL_MODE=live), `mtrl train` starts a job that bills for hours only with `--yes`.
+
+Every bad argument, and every failure a learner can cause (no credentials, an unknown job, a
+broken file), ends in one line on stderr naming what was wrong and a non-zero exit: 2 for a
+usage error, 1 for a failure. `mtrl --debug ...` (or MTRL_DEBUG=1) shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -30,7 +36,80 @@ TRAINED_ALIAS = "trained"
 # Metrics `mtrl train` prints per step (the first is what the SDK prints too; the second is the one to watch).
 STEP_METRICS = ("rollout/reward/mean", "rollout/turns/mean", "val/reward/pass_at_1")
 JOB_LIST_LIMIT = 20
+JOB_LIST_MAX = 100  # ListJobs' MaxResults range is 1..100 (the botocore model)
 SERVE_POLL_S = 0.5
+WORD_LENGTH = 5
+USAGE_EXIT = 2  # argparse's own exit status for a bad argument
+FAILURE_EXIT = 1
+INTERRUPTED_EXIT = 130
+
+
+class UsageError(Exception):
+    """A combination of arguments the command refuses (argparse checks single values)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors and no prefix matching.
+
+    argparse's default answer to a bad argument is the whole usage block, and its prefix
+    matching lets `--ye` mean `--yes`: a spending flag should be typed in full.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self.exit(USAGE_EXIT, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+# ---------------------------------------------------------------------- argument value checks
+def _whole_number(minimum: int, maximum: int | None = None, why: str = "") -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            span = f"at least {minimum}" if maximum is None else f"between {minimum} and {maximum}"
+            raise argparse.ArgumentTypeError(f"must be {span}{why}, got {value}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, 0 or more, got {text}")
+    return value
+
+
+def _secret_word(text: str) -> str:
+    if len(text) != WORD_LENGTH or not (text.isascii() and text.isalpha()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a five-letter word of letters a-z")
+    return text.upper()
+
+
+def _text(kind: str, prefix: str = "") -> Any:
+    def parse(text: str) -> str:
+        # An empty value used to be dropped silently, so the default was used instead.
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"the {kind} is empty")
+        if prefix and not text.startswith(prefix):
+            raise argparse.ArgumentTypeError(f"{text!r} is not an {kind} (it must start with {prefix})")
+        return text
+
+    parse.__name__ = kind
+    return parse
+
+
+_ARN = _text("ARN", "arn:")
+_S3_URI = _text("s3:// URI", "s3://")
 
 
 def _print_table(rows, columns: Sequence[str] | None = None) -> None:
@@ -79,7 +158,7 @@ def _dataset_make(args: argparse.Namespace) -> int:
     from mtrl_course import dataset
 
     summary = dataset.make_dataset(
-        out_dir=Path(args.out), n_train=args.train, n_val=args.val, seed=args.seed
+        out_dir=Path(args.out) if args.out else None, n_train=args.train, n_val=args.val, seed=args.seed
     )
     _print_table([{"item": k, "value": v} for k, v in summary.items()])
     return 0
@@ -88,15 +167,22 @@ def _dataset_make(args: argparse.Namespace) -> int:
 def _dataset_validate(args: argparse.Namespace) -> int:
     from mtrl_course import config, dataset
 
+    if args.pair and len(args.files) not in (0, 2):
+        raise UsageError(f"--pair takes exactly two files (training, then validation), got {len(args.files)}")
     files = [Path(f) for f in args.files] or [config.TRAIN_FILE, config.VALIDATION_FILE]
-    if len(files) == 2 and not args.files or args.pair:
-        problems = dataset.validate_pair(files[0], files[1], batch_size=args.batch_size)
+    limit = args.max_problems
+    if not args.files or args.pair:
+        problems = dataset.validate_pair(files[0], files[1], batch_size=args.batch_size, max_problems=limit)
     else:
-        problems = [p for f in files for p in dataset.validate_file(f, batch_size=args.batch_size)]
-    if problems:
-        print(f"{len(problems)} problem(s):")
-        for p in problems:
+        found = [dataset.validate_file(f, batch_size=args.batch_size, max_problems=limit) for f in files]
+        problems = dataset.ProblemList([p for part in found for p in part], sum(part.total for part in found))
+    if problems.total:
+        # Bounded output: a hostile file has millions of problems; the first few say what to fix.
+        print(f"{problems.total} problem(s):")
+        for p in problems[:limit]:
             print(f"  - {p}")
+        if problems.total > min(limit, len(problems)):
+            print(f"  ... and {problems.total - min(limit, len(problems))} more")
         return 1
     print("dataset: OK (" + ", ".join(str(f) for f in files) + ")")
     return 0
@@ -119,11 +205,16 @@ def _dataset_export(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------------------- play
 def _play(args: argparse.Namespace) -> int:
+    if args.batch and args.word:
+        raise UsageError("--word is for an interactive game; --batch plays the split's own words")
+    if not args.batch and (args.limit is not None or args.split is not None):
+        raise UsageError("--limit and --split apply only with --batch")
     if args.batch:
         from mtrl_course import solver
         from mtrl_course.curriculum.course_run import split_words
 
-        words = split_words(args.split)[: args.limit] if args.limit else split_words(args.split)
+        words = split_words(args.split or "validation")
+        words = words[: args.limit] if args.limit is not None else words
         frame = solver.play_many(words)
         _print_table(frame)
         print()
@@ -261,6 +352,19 @@ def _step_metrics(job: Any) -> list[dict[str, Any]]:
     arn = (config_doc.get("MlflowConfig") or {}).get("MlflowResourceArn")
     if not details.get("RunId") or not arn:
         return []
+    import mlflow
+
+    from mtrl_course import config, resources, storage
+
+    if not config.is_live():
+        # Offline an MLflow app (and moto's bucket) lives in the process that created it; in a
+        # fresh one (attaching to a job a detached process ran) the app is created again under
+        # the same ARN and finds the job's runs on disk.
+        resources.ensure_mlflow_app(bucket=storage.ensure_bucket())
+    # sagemaker-mlflow's auth plugin signs requests for the global tracking URI, not the
+    # client's: in a fresh process (`mtrl train --attach` after the job's own process ended) it
+    # split the default URI as an ARN and failed with IndexError.
+    mlflow.set_tracking_uri(arn)
     client = MlflowClient(tracking_uri=arn)
     steps: dict[int, dict[str, Any]] = {}
     for key in STEP_METRICS:
@@ -288,6 +392,19 @@ def _train(args: argparse.Namespace) -> int:
 
     from mtrl_course import training
 
+    launch_flags = [flag for flag, value in (
+        ("--runtime-arn", args.runtime_arn), ("--role-arn", args.role_arn), ("--train-uri", args.train_uri),
+        ("--val-uri", args.val_uri), ("--mlflow-app-arn", args.mlflow_app_arn), ("--output-uri", args.output_uri),
+        ("--max-steps", args.max_steps), ("--yes", args.yes), ("--no-wait", args.no_wait),
+    ) if value not in (None, False)]
+    if args.attach and launch_flags:
+        raise UsageError(f"--attach reports on an existing job; it cannot be combined with {', '.join(launch_flags)}")
+    if args.wait and not args.attach:
+        raise UsageError("--wait applies only with --attach (a launched job is waited for unless --no-wait)")
+    from mtrl_course import config
+
+    if args.no_wait and not config.is_live():
+        return _train_detached(args)
     _quiet()
     if args.attach:
         job = training.attach(args.attach)
@@ -296,7 +413,8 @@ def _train(args: argparse.Namespace) -> int:
         _report_training(job)
         return 0 if job.job_status != "Failed" else 1
     res = _train_resources(args)
-    hyperparameters = {"max_steps": args.max_steps} if args.max_steps else None
+    # `is not None`: a falsy 0 used to mean "not given" and launched the default job.
+    hyperparameters = {"max_steps": args.max_steps} if args.max_steps is not None else None
     trainer = training.make_trainer(res, hyperparameters)
     try:
         job = training.launch(trainer, confirm_spend=args.yes)
@@ -314,6 +432,45 @@ def _train(args: argparse.Namespace) -> int:
     return 0 if job.job_status == "Completed" else 1
 
 
+# Offline the job runs inside the process that created it (the local service's threads), and a
+# job whose process is gone is failed by the service. So `--no-wait` used to leave a Failed job
+# every time. Offline it now starts `mtrl train` (without --no-wait) as a detached process that
+# runs the job to its end, and returns once that process has launched it.
+DETACHED_LAUNCH_TIMEOUT_S = 600.0  # imports and resources on a busy 2-core machine, with margin
+DETACHED_POLL_S = 0.2
+DETACHED_LOG_SUBDIR = "detached"
+
+
+def _train_detached(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from mtrl_course import config
+
+    log_dir = config.STATE_DIR / DETACHED_LOG_SUBDIR
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log = log_dir / f"train-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    child_argv = [arg for arg in args.argv if arg != "--no-wait"]
+    package_root = str(Path(__file__).resolve().parents[1])  # the same code, wherever it is installed
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
+    with open(log, "wb") as out:
+        child = subprocess.Popen([sys.executable, "-m", "mtrl_course.cli", *child_argv], stdout=out,
+                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    deadline = time.monotonic() + DETACHED_LAUNCH_TIMEOUT_S
+    while time.monotonic() < deadline:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        launched = next((line for line in lines if line.startswith("launched ")), None)
+        if launched:
+            name = launched.removeprefix("launched ").strip()
+            print(f"{launched} (offline: running in a detached process, pid {child.pid}; log {log})")
+            print(f"follow it with `mtrl jobs` or `mtrl train --attach {name} --wait`")
+            return 0
+        if child.poll() is not None:
+            tail = next((line for line in reversed(lines) if line.strip()), f"it exited with status {child.returncode}")
+            raise RuntimeError(f"the detached training process did not launch a job: {tail} (log {log})")
+        time.sleep(DETACHED_POLL_S)
+    raise RuntimeError(f"the detached training process launched no job within {DETACHED_LAUNCH_TIMEOUT_S:.0f} s (log {log})")
+
+
 # ------------------------------------------------------------------------------------- evaluate
 def _run_spec(text: str) -> tuple[str, float]:
     model, separator, temperature = text.rpartition(RUN_SEPARATOR)
@@ -323,12 +480,27 @@ def _run_spec(text: str) -> tuple[str, float]:
         value = float(temperature)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: the temperature {temperature!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the temperature must be a finite number, 0 or more")
     return model, value
 
 
 def _evaluate(args: argparse.Namespace) -> int:
     from mtrl_course import evaluation, resources, training
+    from mtrl_course.local.hub import EVALUATION_SPEC
 
+    repeated = sorted({f"{m}:{t:g}" for m, t in args.runs if args.runs.count((m, t)) > 1})
+    if repeated:
+        raise UsageError(f"--runs lists {', '.join(repeated)} more than once; each run is a separate (billed) job")
+    top = EVALUATION_SPEC["temperature"]["max"]
+    too_hot = [f"{m}:{t:g}" for m, t in args.runs if t > top]
+    if too_hot:
+        raise UsageError(f"temperature over the service's maximum of {top:g}: {', '.join(too_hot)}")
+    group = EVALUATION_SPEC["eval_group_size"]
+    if not group["min"] <= args.group_size <= group["max"]:
+        raise UsageError(f"--group-size must be between {group['min']} and {group['max']}, got {args.group_size}")
+    if args.job and not any(model == TRAINED_ALIAS for model, _ in args.runs):
+        raise UsageError("--job names the model 'trained' means, but --runs has no trained:<temperature> run")
     _quiet()
     res = resources.prepare()
     trained = args.job
@@ -399,18 +571,21 @@ def _notebooks_sync(args: argparse.Namespace) -> int:
 def _cleanup(args: argparse.Namespace) -> int:
     from mtrl_course import cleanup
 
+    if args.yes and args.dry_run:
+        raise UsageError("--yes deletes and --dry-run deletes nothing: give one of them")
     return int(cleanup.command(yes=args.yes, dry_run=args.dry_run) or 0)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mtrl", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="mtrl", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help="show the Python traceback when a command fails")
     sub = parser.add_subparsers(dest="command", required=True)
 
     words = sub.add_parser("words", help="build or verify the SCOWL word data").add_subparsers(
         dest="action", required=True
     )
     p = words.add_parser("build", help="regenerate the word files from Debian's scowl lists")
-    p.add_argument("--scowl-dir", default="/usr/share/dict/scowl")
+    p.add_argument("--scowl-dir", type=_text("folder"), default="/usr/share/dict/scowl")
     p.set_defaults(func=_words_build)
     p = words.add_parser("verify", help="check the committed word files against their provenance")
     p.set_defaults(func=_words_verify)
@@ -422,30 +597,31 @@ def build_parser() -> argparse.ArgumentParser:
         dest="action", required=True
     )
     p = ds.add_parser("make", help="write data/training-data.jsonl and data/validation-data.jsonl")
-    p.add_argument("--train", type=int, default=640)
-    p.add_argument("--val", type=int, default=128)
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--out", default=str(_default_data_dir()))
+    p.add_argument("--train", type=_whole_number(1), default=640, help="training rows (default 640)")
+    p.add_argument("--val", type=_whole_number(1), default=128, help="validation rows (default 128)")
+    p.add_argument("--seed", type=_whole_number(0), default=42)
+    p.add_argument("--out", type=_text("output folder"), default=None, help="output folder (default: the repository's data/)")
     p.set_defaults(func=_dataset_make)
     p = ds.add_parser("validate", help="check dataset files the way the service will read them")
     p.add_argument("files", nargs="*", help="files to check (default: the committed pair)")
     p.add_argument("--pair", action="store_true", help="treat two files as train + validation")
-    p.add_argument("--batch-size", type=int, default=None, help="require at least this many rows")
+    p.add_argument("--batch-size", type=_whole_number(1), default=None, help="require at least this many rows")
+    p.add_argument("--max-problems", type=_whole_number(1), default=20, help="print at most this many problems (default 20), then count the rest")
     p.set_defaults(func=_dataset_validate)
     p = ds.add_parser("export", help="export the committed datasets to another format")
     p.add_argument("--format", choices=["jsonl", "parquet", "csv", "json"], default="jsonl")
-    p.add_argument("--out", default="build/datasets")
+    p.add_argument("--out", type=_text("output folder"), default="build/datasets")
     p.set_defaults(func=_dataset_export)
 
     p = sub.add_parser("play", help="play Wordle in the terminal, or a batch with the reference solver")
-    p.add_argument("--word", help="the secret word (default: a random answer)")
+    p.add_argument("--word", type=_secret_word, help="the secret word (default: a random answer)")
     p.add_argument("--batch", action="store_true", help="play a batch with the reference solver")
-    p.add_argument("--split", choices=["validation", "train"], default="validation")
-    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--split", choices=["validation", "train"], default=None, help="with --batch (default: validation)")
+    p.add_argument("--limit", type=_whole_number(1), default=None, help="with --batch: play only this many words")
     p.set_defaults(func=_play)
 
     p = sub.add_parser("course", help="the course's main job, offline (what `make course` runs)")
-    p.add_argument("--limit", type=int, default=None, help="play only this many held-out games")
+    p.add_argument("--limit", type=_whole_number(1), default=None, help="play only this many held-out games")
     p.add_argument("--no-train", action="store_true", help="skip stage 4 (offline training and evaluation)")
     p.set_defaults(func=_course)
 
@@ -457,24 +633,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_agent_bundle)
     p = agent.add_parser("serve", help="serve the agent app on loopback in the foreground (Ctrl-C stops it)")
     p.add_argument("--effort", choices=["low", "medium", "high"], default=None, help="REASONING_EFFORT (default: agentcore.json's)")
-    p.add_argument("--seconds", type=float, default=None, help="stop after this many seconds (default: run until Ctrl-C)")
+    p.add_argument("--seconds", type=_seconds, default=None, help="stop after this many seconds (default: run until Ctrl-C)")
     p.set_defaults(func=_agent_serve)
     p = agent.add_parser("smoke", help="invoke the runtime once with the service-shaped payload and diagnose the answer")
-    p.add_argument("--runtime-arn", default=None, help="live: the runtime (default: found by the project's name)")
-    p.add_argument("--account", default=None, help="account ID for the fake job ARN (default: your own)")
+    p.add_argument("--runtime-arn", type=_ARN, default=None, help="live: the runtime (default: found by the project's name)")
+    p.add_argument("--account", type=_account, default=None, help="account ID for the fake job ARN (default: your own)")
     p.set_defaults(func=_agent_smoke)
 
     p = sub.add_parser("train", help="launch a training job (offline: the stand-in's run) or attach to one")
-    p.add_argument("--runtime-arn", default=None, help="AgentCore runtime ARN (default: the course's)")
-    p.add_argument("--role-arn", default=None, help="training job role ARN (default: the course's)")
-    p.add_argument("--train-uri", default=None, help="s3:// URI of the training dataset")
-    p.add_argument("--val-uri", default=None, help="s3:// URI of the validation dataset")
-    p.add_argument("--mlflow-app-arn", default=None, help="MLflow app ARN (default: the course's)")
-    p.add_argument("--output-uri", default=None, help="s3:// output path (default: under the course prefix)")
-    p.add_argument("--max-steps", type=int, default=None, help="override max_steps")
+    p.add_argument("--runtime-arn", type=_ARN, default=None, help="AgentCore runtime ARN (default: the course's)")
+    p.add_argument("--role-arn", type=_ARN, default=None, help="training job role ARN (default: the course's)")
+    p.add_argument("--train-uri", type=_S3_URI, default=None, help="s3:// URI of the training dataset")
+    p.add_argument("--val-uri", type=_S3_URI, default=None, help="s3:// URI of the validation dataset")
+    p.add_argument("--mlflow-app-arn", type=_ARN, default=None, help="MLflow app ARN (default: the course's)")
+    p.add_argument("--output-uri", type=_S3_URI, default=None, help="s3:// output path (default: under the course prefix)")
+    # 0 is refused, not honoured: the service's max_steps range starts at 1, and 0 used to be
+    # read as "not given", which launched the default (live: the 100-step walkthrough) job.
+    p.add_argument("--max-steps", type=_whole_number(1, why=" (the service trains at least one step)"), default=None,
+                   help="override max_steps (at least 1)")
     p.add_argument("--yes", action="store_true", help="live: really start the job (it bills tokens for hours)")
-    p.add_argument("--no-wait", action="store_true", help="return once the job is created")
-    p.add_argument("--attach", metavar="JOB_NAME", default=None, help="report on an existing job instead of starting one")
+    p.add_argument("--no-wait", action="store_true",
+                   help="return once the job is created (offline: it runs on in a detached process)")
+    p.add_argument("--attach", metavar="JOB_NAME", type=_text("job name"), default=None,
+                   help="report on an existing job instead of starting one")
     p.add_argument("--wait", action="store_true", help="with --attach: wait for the job to end first")
     p.set_defaults(func=_train)
 
@@ -482,12 +663,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", nargs="+", type=_run_spec, required=True, metavar="MODEL:TEMPERATURE",
                    help="e.g. base:0 base:1.0 trained:1.0 (trained = --job, default the newest completed training job)")
     p.add_argument("--effort", choices=["low", "medium", "high"], default="low", help="the runtime's REASONING_EFFORT")
-    p.add_argument("--job", default=None, help="the training job whose model 'trained' means")
-    p.add_argument("--group-size", type=int, default=1, help="rollouts per word (eval_group_size)")
+    p.add_argument("--job", type=_text("job name"), default=None, help="the training job whose model 'trained' means")
+    p.add_argument("--group-size", type=_whole_number(1), default=1, help="rollouts per word (eval_group_size)")
     p.set_defaults(func=_evaluate)
 
     p = sub.add_parser("jobs", help="list training and evaluation jobs, newest first")
-    p.add_argument("--limit", type=int, default=JOB_LIST_LIMIT, help="at most this many of each category")
+    p.add_argument("--limit", type=_whole_number(1, JOB_LIST_MAX), default=JOB_LIST_LIMIT,
+                   help=f"at most this many of each category (1-{JOB_LIST_MAX})")
     p.set_defaults(func=_jobs)
 
     p = sub.add_parser(
@@ -502,7 +684,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = nbs.add_parser("run", help="execute notebooks in fresh offline kernels and store their outputs")
     p.add_argument("notebooks", nargs="*", help="numbers (05), file names or _template (default: all, then the template)")
-    p.add_argument("--timeout", type=int, default=600, help="seconds allowed per cell")
+    p.add_argument("--timeout", type=_whole_number(1), default=600, help="seconds allowed per cell")
     p.add_argument("--no-store", action="store_true", help="only check that they run; leave the files alone")
     p.set_defaults(func=_notebooks_run)
     p = nbs.add_parser("sync", help="rewrite banners, next cells and the README table from the catalog")
@@ -511,15 +693,59 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _default_data_dir() -> Path:
-    from mtrl_course.config import DATA_DIR
+def _account(text: str) -> str:
+    if not (len(text) == 12 and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a 12-digit AWS account ID")
+    return text
 
-    return DATA_DIR
+
+def _explain(error: BaseException) -> str:
+    """One line for a failure: what happened and, where the cause is known, what to do."""
+    from botocore.exceptions import ClientError, NoCredentialsError, NoRegionError
+
+    name = type(error).__name__
+    if isinstance(error, NoCredentialsError):
+        return ("no AWS credentials: configure a profile (aws configure / aws sso login) or set "
+                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; to run without AWS, unset MTRL_MODE")
+    if isinstance(error, NoRegionError):
+        from mtrl_course.config import REGION_ADVICE
+
+        return f"no AWS Region: {REGION_ADVICE}"
+    if isinstance(error, ClientError):
+        details = error.response.get("Error", {})
+        return f"AWS refused {error.operation_name}: {details.get('Code', '?')}: {details.get('Message', '')}"
+    text = " ".join(str(error).split()) or name
+    if isinstance(error, (RuntimeError, ValueError, LookupError, OSError, PermissionError)):
+        return text
+    return f"{name}: {text}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one `mtrl` command; returns its exit status (argparse exits 2 itself on a bad argument)."""
+    # A lone surrogate or a stray escape in a file name or dataset value must not kill the
+    # command while it prints the problem that names it.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    args.argv = argv
+    command = " ".join(["mtrl", args.command] + ([args.action] if getattr(args, "action", None) else []))
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as error:
+        if args.debug:
+            raise
+        print(f"{command}: error: {error} (see `{command} --help`)", file=sys.stderr)
+        return USAGE_EXIT
+    except KeyboardInterrupt:
+        print(f"{command}: interrupted", file=sys.stderr)
+        return INTERRUPTED_EXIT
+    except Exception as error:  # the one place every failure is turned into a sentence
+        if args.debug or os.environ.get("MTRL_DEBUG"):
+            raise
+        print(f"{command}: error: {_explain(error)} (`mtrl --debug ...` shows the traceback)", file=sys.stderr)
+        return FAILURE_EXIT
 
 
 if __name__ == "__main__":

@@ -13,8 +13,22 @@ from collections.abc import Iterable, Iterator, Mapping
 from enum import Enum
 from pathlib import Path
 
+from mtrl_course import telemetry
+
+# Before anything imports MLflow or the SageMaker SDK: both read their switches at use, but a
+# client created early would otherwise already have checked in (telemetry.py lists them).
+telemetry.switch_off()
+
 MODE_ENV_VAR = "MTRL_MODE"
 OFFLINE_REGION = "us-east-1"
+# boto3 (botocore's config chain) takes the Region from AWS_DEFAULT_REGION or the profile's
+# `region`, never from AWS_REGION, which the AWS SDKs for other languages and the AgentCore and
+# Lambda runtimes use. Advice naming AWS_REGION left learners with the same NoRegionError.
+REGION_ENV_VAR = "AWS_DEFAULT_REGION"
+REGION_ADVICE = (
+    f"set {REGION_ENV_VAR} (for example `export {REGION_ENV_VAR}=us-east-1`) or give your AWS profile "
+    "a region (`aws configure set region us-east-1`); boto3 does not read AWS_REGION"
+)
 # The AWS documentation's placeholder account: it appears in the smoke payload, the AgentCore
 # targets file and every committed output. moto's own account (123456789012) is the other
 # placeholder the offline stack uses; a hygiene test rejects any other 12-digit account.

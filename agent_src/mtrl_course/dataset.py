@@ -15,16 +15,21 @@ before upload; the rollout handler only has to survive them.
 
 from __future__ import annotations
 
+import codecs
 import csv
-import io
+import heapq
+import itertools
 import json
 import random
+import re
 import string
-from collections.abc import Callable, Iterable, Sequence
+import sys
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from mtrl_course import config
 from wordle_agent.words import ANSWERS
@@ -243,6 +248,41 @@ def write_smoke_payload(
 # --------------------------------------------------------------------------------------------
 # Problems
 
+# Kept problems per file: enough to fix a file in one pass, few enough that a hostile 100 MB file
+# (two problems a row, about two million) does not hold its problem list in memory. The rest are
+# counted (`ProblemList.total`), so a report can say how many it did not show.
+MAX_KEPT_PROBLEMS = 1000
+# A physical line (JSONL, CSV) or a JSON array element may be at most this long. The handler
+# refuses task strings over 20,000 characters, which JSON escaping can grow to about 120 KB, so
+# no usable row comes near 1 MiB; the cap is what keeps a one-line 100 MB file from being read
+# into memory whole.
+MAX_RECORD_BYTES = 1 << 20
+READ_CHUNK_BYTES = 1 << 16
+PARQUET_BATCH_ROWS = 1024
+# Values quoted in messages are cut to this many characters: a problem line stays one line.
+SHOWN_VALUE_CHARS = 40
+# Duplicate JSON keys named per row, at most (a hostile row can repeat thousands).
+SHOWN_DUPLICATE_KEYS = 3
+
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _printable(text: str) -> str:
+    """`text` safe to print on any terminal: lone surrogates and control characters escaped.
+
+    A lone surrogate in an answer made the CLI die with UnicodeEncodeError while printing the
+    very problem that named it; an ESC byte could rewrite the learner's terminal.
+    """
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _show(value: str) -> str:
+    """A value from the file, quoted for a message: JSON-escaped and cut to a readable length."""
+    if len(value) > SHOWN_VALUE_CHARS:
+        return json.dumps(value[:SHOWN_VALUE_CHARS]) + f"... ({len(value)} characters)"
+    return json.dumps(value)
+
 
 @dataclass(frozen=True)
 class DatasetProblem:
@@ -257,23 +297,66 @@ class DatasetProblem:
     message: str
     unit: str = "line"
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", _printable(self.message))
+
     def __str__(self) -> str:
         where = self.file if self.line is None else f"{self.file} {self.unit} {self.line}"
-        return f"{where}: {self.message}"
+        return _printable(f"{where}: {self.message}")
+
+
+class ProblemList(list):
+    """Problems in line order (file-wide ones first); `total` counts every problem found, kept or not."""
+
+    def __init__(self, problems: Iterable[DatasetProblem] = (), total: int | None = None):
+        super().__init__(problems)
+        self.total = len(self) if total is None else total
+
+    @property
+    def omitted(self) -> int:
+        """Problems found but not kept (beyond `max_problems`)."""
+        return self.total - len(self)
 
 
 class DatasetError(ValueError):
-    """Raised by `check_or_raise` and `read_rows`; `.problems` holds every problem found."""
+    """Raised by `check_or_raise` and `read_rows`; `.problems` holds the problems kept."""
 
     def __init__(self, problems: Sequence[DatasetProblem]):
         self.problems = list(problems)
+        count = getattr(problems, "total", len(self.problems))
         shown = [f"  {p}" for p in self.problems[:MAX_LISTED_PROBLEMS]]
-        hidden = len(self.problems) - len(shown)
+        hidden = count - len(shown)
         if hidden:
             shown.append(f"  ... and {hidden} more")
-        count = len(self.problems)
         title = f"{count} dataset problem{'s' if count != 1 else ''}:"
         super().__init__("\n".join([title, *shown]))
+
+
+class _Collector:
+    """Keeps the `limit` problems that come first in line order, counting all of them.
+
+    Duplicates across files and the file-wide checks are found after the rows, so problems do
+    not arrive in order; a bounded heap keeps the earliest without holding the rest.
+    """
+
+    def __init__(self, limit: int | None):
+        self.limit = limit
+        self.total = 0
+        self._heap: list[tuple[int, int, int, DatasetProblem]] = []
+        self._order = itertools.count()
+
+    def add(self, problem: DatasetProblem) -> None:
+        self.total += 1
+        # Negated sort key: heap[0] is the problem that sorts last, the first to drop.
+        item = (-(problem.line is not None), -(problem.line or 0), -next(self._order), problem)
+        if self.limit is None or len(self._heap) < self.limit:
+            heapq.heappush(self._heap, item)
+        elif self._heap and item > self._heap[0]:
+            heapq.heapreplace(self._heap, item)
+
+    def result(self) -> ProblemList:
+        kept = [item[3] for item in sorted(self._heap, reverse=True)]
+        return ProblemList(kept, self.total)
 
 
 _JSON_TYPES = {
@@ -292,96 +375,281 @@ def _json_type(value: Any) -> str:
     return _JSON_TYPES.get(type(value), f"a {type(value).__name__}")
 
 
+class _Json:
+    """`json.loads` that reports instead of raising, and notices keys an object repeats.
+
+    `json.loads` raises RecursionError on deep nesting and ValueError on an integer over
+    Python's digit limit (4,300 by default), neither a JSONDecodeError; and it keeps only the
+    last of two equal keys without a word, so a row with two "prompt" keys silently lost one.
+    """
+
+    def __init__(self) -> None:
+        self.duplicates: list[str] = []
+        self.decoder = json.JSONDecoder(object_pairs_hook=self._object)
+
+    def _object(self, pairs: list[tuple[str, Any]]) -> dict:
+        obj: dict = {}
+        for key, value in pairs:
+            if key in obj and key not in self.duplicates:
+                self.duplicates.append(key)
+            obj[key] = value
+        return obj
+
+    def loads(self, text: str) -> tuple[Any, str | None]:
+        """(value, None), or (None, why it cannot be read); `duplicates` names repeated keys."""
+        self.duplicates = []
+        try:
+            return self.decoder.decode(text), None
+        except json.JSONDecodeError as err:
+            return None, f"{err.msg} at column {err.colno}"
+        except (RecursionError, ValueError) as err:
+            return None, _unreadable(err)
+
+    def raw_decode(self, text: str, pos: int) -> tuple[Any, int]:
+        self.duplicates = []
+        return self.decoder.raw_decode(text, pos)
+
+
+def _unreadable(err: Exception) -> str:
+    if isinstance(err, RecursionError):
+        return "it is nested too deeply for a JSON reader (keep rows flat)"
+    if "digits" in str(err):
+        return f"a number in it has more than {sys.get_int_max_str_digits()} digits, more than a JSON reader accepts"
+    return f"{type(err).__name__}: {err}"
+
+
+def _duplicate_keys(keys: Sequence[str], what: str) -> str:
+    shown = ", ".join(_show(key) for key in keys[:SHOWN_DUPLICATE_KEYS])
+    more = f" and {len(keys) - SHOWN_DUPLICATE_KEYS} more" if len(keys) > SHOWN_DUPLICATE_KEYS else ""
+    return f"{what} repeats the key {shown}{more}; JSON readers keep only the last value, so write each key once"
+
+
 # --------------------------------------------------------------------------------------------
-# Loading: bytes -> (columns, [(line, row dict)]) with problems instead of exceptions
+# Loading: a file -> (line, row dict) pairs, one at a time, with problems instead of exceptions
 
 
 @dataclass
 class _Table:
     name: str
     unit: str
-    columns: list[str]
-    records: list[tuple[int, dict]]
-    problems: list[DatasetProblem]
+    problems: _Collector
+    columns: list[str] | None = None  # the header, for formats that have one (CSV, Parquet)
+    rows: int = 0
 
-    def problem(self, line: int | None, message: str) -> None:
-        self.problems.append(DatasetProblem(self.name, line, message, self.unit))
+    def problem(self, line: int | None, message: str, unit: str | None = None) -> None:
+        self.problems.add(DatasetProblem(self.name, line, message, unit or self.unit))
 
 
 def _not_utf8(raw: bytes, err: UnicodeDecodeError) -> str:
     return f"byte 0x{raw[err.start]:02x} is not valid UTF-8; save the file as UTF-8"
 
 
-def _decode(table: _Table, raw: bytes) -> str | None:
-    """Whole-file UTF-8 decode; a failure names the line of the first bad byte."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        table.problems.append(DatasetProblem(table.name, line, _not_utf8(raw, err)))
-        return None
+def _too_long(length: int, what: str = "the line") -> str:
+    return (
+        f"{what} is {length:,} bytes, over the limit of {MAX_RECORD_BYTES:,}; a task row is a few "
+        "hundred bytes, so this is not one row"
+    )
 
 
-def _load_jsonl(table: _Table, raw: bytes) -> None:
-    lines = raw.split(b"\n")
-    while lines and not lines[-1].strip():  # trailing newline(s) are not rows
-        lines.pop()
-    for number, line_bytes in enumerate(lines, start=1):
+_ARRAY_HINT = " (this looks like a JSON array: name the file .json, or write one object per line)"
+
+
+def _physical_lines(fh: BinaryIO) -> Iterator[tuple[int, bytes | None, int]]:
+    """(number, bytes with its line end, length) per physical line.
+
+    A line over MAX_RECORD_BYTES is skipped in chunks rather than held: it comes back as its
+    first 64 bytes (enough for a hint) with its length negated.
+    """
+    number = 0
+    while True:
+        data = fh.readline(MAX_RECORD_BYTES + 1)
+        if not data:
+            return
+        number += 1
+        if len(data) > MAX_RECORD_BYTES:
+            length, head = len(data), data[:64]
+            while not data.endswith(b"\n"):
+                data = fh.readline(READ_CHUNK_BYTES)
+                if not data:
+                    break
+                length += len(data)
+            yield number, head, -length
+            continue
+        yield number, data, len(data)
+
+
+def _jsonl_records(table: _Table, fh: BinaryIO) -> Iterator[tuple[int, dict]]:
+    parser = _Json()
+    blank_from, blanks = 0, 0  # a run of blank lines is a problem only if a row follows it
+    for number, data, length in _physical_lines(fh):
+        if length < 0:  # over the cap: `data` holds only its first bytes
+            hint = _ARRAY_HINT if number == 1 and data.lstrip().startswith(b"[") else ""
+            table.problem(number, _too_long(-length) + hint)
+            continue
         try:
-            text = line_bytes.decode("utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError as err:
-            table.problem(number, _not_utf8(line_bytes, err))
+            table.problem(number, _not_utf8(data, err))
             continue
         if not text.strip():
-            table.problem(number, "blank line; every line must be one JSON object")
+            blank_from, blanks = (blank_from or number), blanks + 1
             continue
-        try:
-            row = json.loads(text)
-        except json.JSONDecodeError as err:
-            hint = ""
-            if number == 1 and text.lstrip().startswith("["):
-                hint = " (this looks like a JSON array: name the file .json)"
-            table.problem(number, f"not valid JSON: {err.msg} at column {err.colno}{hint}")
+        for blank in range(blank_from, blank_from + blanks):
+            table.problem(blank, "blank line; every line must be one JSON object")
+        blank_from, blanks = 0, 0
+        row, error = parser.loads(text)
+        hint = _ARRAY_HINT if number == 1 and text.lstrip().startswith("[") else ""
+        if error is not None:
+            table.problem(number, f"not valid JSON: {error}{hint}")
             continue
+        if parser.duplicates:
+            table.problem(number, _duplicate_keys(parser.duplicates, "the line"))
         if not isinstance(row, dict):
-            table.problem(number, f"the line is {_json_type(row)}, not a JSON object")
+            table.problem(number, f"the line is {_json_type(row)}, not a JSON object{hint}")
             continue
-        table.records.append((number, row))
-    table.columns = _columns_of(row for _, row in table.records)
+        yield number, row
 
 
-def _load_json(table: _Table, raw: bytes) -> None:
-    text = _decode(table, raw)
-    if text is None:
-        return
-    if not text.strip():
-        return  # reported as an empty file
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        hint = ""
-        if err.msg == "Extra data":
-            hint = " (one object per line is JSON Lines: name the file .jsonl)"
-        message = f"not valid JSON: {err.msg}{hint}"
-        table.problems.append(DatasetProblem(table.name, err.lineno, message))
-        return
-    if not isinstance(data, list):
-        found = _json_type(data)
-        table.problem(None, f"a .json dataset must be an array of row objects, not {found}")
-        return
-    for number, row in enumerate(data, start=1):
-        if isinstance(row, dict):
-            table.records.append((number, row))
+_NOT_SPACE = re.compile(r"[^ \t\n\r]")
+
+
+class _JsonArrayReader:
+    """A .json file read in chunks, one array element at a time.
+
+    `json.loads` on the whole file held the text and every parsed row at once (11x the file
+    size at peak on 100 MB); this holds one chunk and one element, and gives up on an element
+    over MAX_RECORD_BYTES.
+    """
+
+    def __init__(self, table: _Table, fh: BinaryIO):
+        self.table, self.fh = table, fh
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
+        self.json = _Json()
+        self.buf, self.pos, self.line = "", 0, 1  # self.line: the line buf[0] is on
+        self.raw_lines = 0
+        self.eof = False
+
+    def line_at(self, pos: int) -> int:
+        return self.line + self.buf.count("\n", 0, pos)
+
+    def _more(self) -> bool:
+        if self.eof:
+            return False
+        raw = self.fh.read(READ_CHUNK_BYTES)
+        try:
+            text = self.decoder.decode(raw, final=not raw)
+        except UnicodeDecodeError as err:
+            line = self.raw_lines + err.object.count(b"\n", 0, err.start) + 1
+            self.table.problem(line, _not_utf8(err.object, err), "line")
+            self.eof, self.buf, self.pos = True, "", 0
+            return False
+        self.raw_lines += raw.count(b"\n")
+        self.eof = not raw
+        # Drop what was read already (only here, per chunk: per element it would copy the
+        # buffer once per row).
+        self.line += self.buf.count("\n", 0, self.pos)
+        self.buf, self.pos = self.buf[self.pos :] + text, 0
+        return True
+
+    def peek(self) -> str | None:
+        """The next character that is not white space (not consumed), or None at the end."""
+        while True:
+            found = _NOT_SPACE.search(self.buf, self.pos)
+            if found:
+                self.pos = found.start()
+                return self.buf[self.pos]
+            self.pos = len(self.buf)
+            if not self._more():
+                return None
+
+    def value(self) -> tuple[Any, str | None]:
+        """The next JSON value, or (None, why not); the reader cannot go on after a failure."""
+        while True:
+            start = self.pos
+            try:
+                value, end = self.json.raw_decode(self.buf, start)
+            except json.JSONDecodeError as err:
+                if len(self.buf) - start > MAX_RECORD_BYTES:
+                    return None, _too_long(len(self.buf) - start, "the row")
+                if self._more():
+                    continue  # the value may only be cut off by the chunk boundary
+                return None, f"not valid JSON: {err.msg} (line {self.line_at(err.pos)})"
+            except (RecursionError, ValueError) as err:
+                return None, f"not readable: {_unreadable(err)}"
+            # A number can end at the chunk boundary and still go on in the next chunk.
+            if end == len(self.buf) and self._more():
+                continue
+            if end - start > MAX_RECORD_BYTES:
+                return None, _too_long(end - start, "the row")
+            self.pos = end
+            return value, None
+
+
+def _json_records(table: _Table, fh: BinaryIO) -> Iterator[tuple[int, dict]]:
+    reader = _JsonArrayReader(table, fh)
+    first = reader.peek()
+    if first is None:
+        return  # empty (reported as an empty file) or not UTF-8 (reported by the reader)
+    if first != "[":
+        value, error = reader.value()
+        if error is not None:
+            table.problem(reader.line_at(reader.pos), error, "line")
+        elif reader.peek() is not None:
+            message = "not valid JSON: Extra data (one object per line is JSON Lines: name the file .jsonl)"
+            table.problem(reader.line_at(reader.pos), message, "line")
         else:
-            table.problem(number, f"the row is {_json_type(row)}, not a JSON object")
-    table.columns = _columns_of(row for _, row in table.records)
-
-
-def _load_csv(table: _Table, raw: bytes) -> None:
-    text = _decode(table, raw)
-    if text is None:
+            table.problem(None, f"a .json dataset must be an array of row objects, not {_json_type(value)}")
         return
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader.pos += 1
+    number = 0
+    if reader.peek() == "]":
+        reader.pos += 1
+    else:
+        while True:
+            number += 1
+            if reader.peek() is None:
+                table.problem(reader.line_at(reader.pos), "not valid JSON: the array is not closed", "line")
+                return
+            line = reader.line_at(reader.pos)
+            value, error = reader.value()
+            if error is not None:
+                table.problem(line, f"{error}; stopped reading at row {number}", "line")
+                return
+            if reader.json.duplicates:
+                table.problem(number, _duplicate_keys(reader.json.duplicates, "the row"))
+            if isinstance(value, dict):
+                yield number, value
+            else:
+                table.problem(number, f"the row is {_json_type(value)}, not a JSON object")
+            after = reader.peek()
+            if after == ",":
+                reader.pos += 1
+                continue
+            if after == "]":
+                reader.pos += 1
+                break
+            found = "the end of the file" if after is None else repr(after)
+            table.problem(reader.line_at(reader.pos), f"not valid JSON: expected ',' or ']' after row {number}, found {found}", "line")
+            return
+    if reader.peek() is not None:
+        table.problem(reader.line_at(reader.pos), "not valid JSON: Extra data after the array", "line")
+
+
+def _csv_records(table: _Table, fh: BinaryIO) -> Iterator[tuple[int, dict]]:
+    def text_lines() -> Iterator[str]:
+        # Decoded line by line (UTF-8 never splits a character across '\n'); reading stops at
+        # the first line that is too long or not UTF-8, since the quoting state is lost there.
+        for number, data, length in _physical_lines(fh):
+            if length < 0:
+                table.problem(number, _too_long(-length))
+                return
+            try:
+                yield data.decode("utf-8")
+            except UnicodeDecodeError as err:
+                table.problem(number, _not_utf8(data, err))
+                return
+
+    reader = csv.reader(text_lines())
     header: list[str] | None = None
     start = 1
     try:
@@ -392,53 +660,106 @@ def _load_csv(table: _Table, raw: bytes) -> None:
             if header is None:
                 header = fields
                 table.columns = [name for name in header if name]
+                repeated = sorted({name for name in table.columns if table.columns.count(name) > 1})
+                if repeated:
+                    table.problem(line, _duplicate_keys(repeated, "the header"))
                 continue
-            row = {name: value for name, value in zip(header, fields) if name}
-            table.records.append((line, row))
+            yield line, {name: value for name, value in zip(header, fields) if name}
     except csv.Error as err:
-        table.problems.append(DatasetProblem(table.name, reader.line_num, f"not valid CSV: {err}"))
+        table.problem(reader.line_num, f"not valid CSV: {err}")
 
 
-def _load_parquet(table: _Table, path: Path) -> None:
+def _parquet_records(table: _Table, path: Path) -> Iterator[tuple[int, dict]]:
     # Imported here so that building and validating JSONL stays free of the pyarrow import.
     import pyarrow.parquet as pq
 
+    number = 0
     try:
-        data = pq.read_table(path)
+        parquet = pq.ParquetFile(path)
+        table.columns = list(parquet.schema_arrow.names)
+        for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS):
+            for row in batch.to_pylist():
+                number += 1
+                yield number, row
     except Exception as err:  # pyarrow raises several types for a damaged or foreign file
-        table.problem(None, f"not a readable Parquet file ({type(err).__name__}: {err})")
-        return
-    table.columns = list(data.column_names)
-    table.records = list(enumerate(data.to_pylist(), start=1))
+        where = "" if not number else f" after row {number}"
+        table.problem(None, f"not a readable Parquet file{where} ({type(err).__name__}: {err})")
 
 
-def _load(path: str | Path) -> _Table:
+def _text_records(table: _Table, path: Path, fmt: str) -> Iterator[tuple[int, dict]]:
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(3) == b"\xef\xbb\xbf":
+                table.problem(1, "starts with a UTF-8 byte-order mark; save the file without one", "line")
+                return
+            fh.seek(0)
+            yield from {"jsonl": _jsonl_records, "json": _json_records, "csv": _csv_records}[fmt](table, fh)
+    except OSError as err:
+        table.problem(None, f"cannot be read ({type(err).__name__}: {err.strerror or err})")
+
+
+def _open(path: str | Path, max_problems: int | None = MAX_KEPT_PROBLEMS) -> tuple[_Table, Iterator[tuple[int, dict]]]:
+    """The file's table (problems so far) and its records, read lazily as the caller iterates."""
     if not isinstance(path, (str, Path)):
         raise TypeError(f"path must be a str or Path, got {type(path).__name__}")
     path = Path(path)
     fmt = _format_of(path)
-    table = _Table(str(path), "row" if fmt in _ROW_FORMATS else "line", [], [], [])
+    table = _Table(str(path), "row" if fmt in _ROW_FORMATS else "line", _Collector(max_problems))
     if fmt is None:
         known = ", ".join("." + f for f in FORMATS)
-        suffix = repr(path.suffix) if path.suffix else "(no extension)"
+        suffix = repr(path.suffix[:SHOWN_VALUE_CHARS]) if path.suffix else "(no extension)"
         table.problem(None, f"unsupported file type {suffix}; the service reads {known}")
-        return table
-    if not path.exists():
+        return table, iter(())
+    try:
+        exists, regular = path.exists(), path.is_file()
+    except OSError as err:  # a name too long for the file system, for one
+        table.problem(None, f"cannot be read ({type(err).__name__}: {err.strerror or err})")
+        return table, iter(())
+    if not exists:
         table.problem(None, "file not found")
-        return table
-    if not path.is_file():
+        return table, iter(())
+    if not regular:
         table.problem(None, "not a regular file")
-        return table
+        return table, iter(())
     if fmt == "parquet":
-        _load_parquet(table, path)
-        return table
-    raw = path.read_bytes()
-    if raw.startswith(b"\xef\xbb\xbf"):
-        message = "starts with a UTF-8 byte-order mark; save the file without one"
-        table.problems.append(DatasetProblem(table.name, 1, message))
-        return table
-    {"jsonl": _load_jsonl, "json": _load_json, "csv": _load_csv}[fmt](table, raw)
-    return table
+        return table, _parquet_records(table, path)
+    return table, _text_records(table, path, fmt)
+
+
+class _ColumnRule:
+    """The service's column rule, decided as rows stream past: `prompt`, else the first column.
+
+    CSV and Parquet name their columns up front. JSON rows do not; the column is decided by the
+    first row that has any key. A later row that brings a `prompt` key when the first did not is
+    a file the service would read differently (every row through `prompt`), so it is a problem.
+    """
+
+    def __init__(self, table: _Table):
+        self.table = table
+        self.column: str | None = None
+        self.decided_on: int | None = None
+        if table.columns is not None:
+            self._from_header()
+
+    def _from_header(self) -> None:
+        columns = self.table.columns or []
+        self.column = PROMPT_COLUMN if PROMPT_COLUMN in columns else (columns[0] if columns else None)
+        self.decided_on = 0
+
+    def __call__(self, line: int, row: dict) -> str | None:
+        if self.decided_on is None and self.table.columns is not None:
+            self._from_header()  # Parquet's schema is read with its first batch
+        if self.decided_on is None:
+            if row:
+                self.column = PROMPT_COLUMN if PROMPT_COLUMN in row else next(iter(row))
+                self.decided_on = line
+        elif self.column != PROMPT_COLUMN and self.decided_on and PROMPT_COLUMN in row:
+            self.table.problem(
+                line,
+                f"this row has a 'prompt' column but {self.table.unit} {self.decided_on} has none; with "
+                "'prompt' in any row the service reads 'prompt' from every row, so give every row one",
+            )
+        return self.column
 
 
 def read_rows(path: str | Path) -> list[dict]:
@@ -447,32 +768,31 @@ def read_rows(path: str | Path) -> list[dict]:
     Follows the service's column rule: the `prompt` column, otherwise the first column. Raises
     `DatasetError` if the file cannot be read that far; it does not check the task strings.
     """
-    table = _load(path)
-    column = _prompt_column(table)
-    if not table.records and not table.problems:
-        table.problem(None, "the file is empty: no rows")
-    elif column is None and not table.problems:
-        table.problem(None, "no prompt column and no first column")
-    for line, row in table.records:
-        if column is not None and column not in row:
+    table, records = _open(path)
+    rule = _ColumnRule(table)
+    rows = []
+    for line, row in records:
+        table.rows += 1
+        column = rule(line, row)
+        if column is None:
+            table.problem(line, "no prompt column and no first column: the row has no values")
+        elif column not in row:
             table.problem(line, f"no value in the {column!r} column")
-    if table.problems:
-        raise DatasetError(table.problems)
-    return [{PROMPT_COLUMN: row[column]} for _, row in table.records]
+        else:
+            rows.append({PROMPT_COLUMN: row[column]})
+    if not table.rows and not table.problems.total:
+        table.problem(None, "the file is empty: no rows")
+    if table.problems.total:
+        raise DatasetError(table.problems.result())
+    return rows
 
 
 # --------------------------------------------------------------------------------------------
 # Validation
 
 
-def _prompt_column(table: _Table) -> str | None:
-    if PROMPT_COLUMN in table.columns:
-        return PROMPT_COLUMN
-    return table.columns[0] if table.columns else None
-
-
 def _task_problems(
-    value: Any, column: str, answer_set: frozenset[str] | None
+    value: Any, column: str, answer_set: frozenset[str] | None, parser: _Json
 ) -> tuple[list[str], str | None, str | None]:
     """Check one prompt value: (problems, answer, id), the last two only when they are strings.
 
@@ -485,15 +805,16 @@ def _task_problems(
             # The most common slip: the task written as a nested object instead of a string.
             hint = "; write json.dumps(task) there, the service passes only strings on"
         return [f"the {column!r} value is {_json_type(value)}, not a string{hint}"], None, None
-    try:
-        task = json.loads(value)
-    except json.JSONDecodeError as err:
-        message = f"the {column!r} string is not JSON ({err.msg}); it must hold the task object"
+    task, error = parser.loads(value)
+    if error is not None:
+        message = f"the {column!r} string is not JSON ({error}); it must hold the task object"
         return [message], None, None
     if not isinstance(task, dict):
         message = f"the {column!r} string decodes to {_json_type(task)}, not a task object"
         return [message], None, None
     problems = []
+    if parser.duplicates:
+        problems.append(_duplicate_keys(parser.duplicates, "the task object"))
     instruction = task.get("prompt")
     if not isinstance(instruction, str) or not instruction.strip():
         problems.append('the task has no instruction: "prompt" must be a non-empty string')
@@ -503,11 +824,11 @@ def _task_problems(
     elif not isinstance(answer, str):
         problems.append(f"the answer is {_json_type(answer)}, not a string")
     elif len(answer) != WORD_LENGTH:
-        problems.append(f'answer "{answer}" is not five letters (it has {len(answer)} characters)')
+        problems.append(f"answer {_show(answer)} is not five letters (it has {len(answer)} characters)")
     elif not set(answer) <= _LETTERS:
-        problems.append(f'answer "{answer}" has characters other than the letters a-z')
+        problems.append(f"answer {_show(answer)} has characters other than the letters a-z")
     elif answer_set is not None and answer.upper() not in answer_set:
-        problems.append(f'answer "{answer}" is not in the answer list')
+        problems.append(f"answer {_show(answer)} is not in the answer list")
     task_id = task.get("id")
     if not isinstance(task_id, str) or not task_id:
         found = "missing" if "id" not in task else "empty" if task_id == "" else _json_type(task_id)
@@ -517,7 +838,7 @@ def _task_problems(
         # refused at rollout time (it also enforces the handler's size limits).
         try:
             _handler_parse_task()(value)
-        except ValueError as err:
+        except (ValueError, RecursionError, UnicodeError) as err:
             problems.append(f"the rollout handler would refuse this task: {err}")
     return (
         problems,
@@ -535,48 +856,127 @@ def _handler_parse_task() -> Callable[[str], tuple[str, str]]:
     return parse_task
 
 
+class _FirstLines:
+    """Where each string was first seen: a compact hash table of (64-bit hash, line) slots.
+
+    Duplicate answers and ids are the validator's only state that grows with the file: one
+    entry per distinct value. A dict of them cost about 110 bytes an entry (a 100 MB file with a
+    fresh id on every row grew the peak by 1.2x the file size); 12-byte slots at most half full
+    cost 24. Strings are compared by hash only: with Python's 64-bit string hash, two distinct
+    values among a million collide with odds of about 3 in 100 million.
+    """
+
+    _EMPTY = 0
+
+    def __init__(self, capacity: int = 1024):
+        self._hashes, self._lines = self._slots(capacity)
+        self._size = 0
+
+    @staticmethod
+    def _slots(capacity: int) -> tuple[array, array]:
+        # Repeating a one-item array allocates once; array("Q", bytes(n)) held both copies.
+        return array("Q", [0]) * capacity, array("I", [0]) * capacity
+
+    @staticmethod
+    def _key(text: str) -> int:
+        return (hash(text) & 0xFFFF_FFFF_FFFF_FFFF) or 1  # 0 marks an empty slot
+
+    def _slot(self, key: int) -> int:
+        mask = len(self._hashes) - 1
+        index = key & mask
+        hashes = self._hashes
+        while hashes[index] != self._EMPTY and hashes[index] != key:
+            index = (index + 1) & mask
+        return index
+
+    def get(self, text: str) -> int | None:
+        index = self._slot(self._key(text))
+        return self._lines[index] if self._hashes[index] != self._EMPTY else None
+
+    def setdefault(self, text: str, line: int) -> int:
+        """The line `text` was first seen on, recording `line` if this is the first time."""
+        key = self._key(text)
+        index = self._slot(key)
+        if self._hashes[index] != self._EMPTY:
+            return self._lines[index]
+        self._hashes[index], self._lines[index] = key, line
+        self._size += 1
+        if 2 * self._size > len(self._hashes):
+            self._grow()
+        return line
+
+    def _grow(self) -> None:
+        # Slot by slot from the old arrays: a list of the entries first would cost about 100
+        # bytes each at the very moment the table is largest (it set the peak, measured).
+        old_hashes, old_lines = self._hashes, self._lines
+        self._hashes, self._lines = self._slots(2 * len(old_hashes))
+        for key, line in zip(old_hashes, old_lines):
+            if key != self._EMPTY:
+                index = self._slot(key)
+                self._hashes[index], self._lines[index] = key, line
+
+    def __len__(self) -> int:
+        return self._size
+
+
 @dataclass
 class _Checked:
     """What validating one file yields: its problems, and where each answer and id appeared."""
 
     table: _Table
-    answers: dict[str, int]  # uppercase answer -> first line
-    ids: dict[str, int]
+    answers: _FirstLines  # uppercase answer -> first line
+    ids: _FirstLines
 
 
-def _check_table(table: _Table, batch_size: int | None, answers: Iterable[str] | None) -> _Checked:
+def _check_table(
+    table: _Table,
+    records: Iterable[tuple[int, dict]],
+    batch_size: int | None,
+    answers: Iterable[str] | None,
+    training: _Checked | None = None,
+) -> _Checked:
+    """Check every record as it streams past. With `training` (a checked training file), each
+    answer and id is also looked up there: validation must hold out unseen words."""
     answer_set = None if answers is None else frozenset(word.upper() for word in answers)
-    checked = _Checked(table, {}, {})
-    column = _prompt_column(table)
-    for line, row in table.records:
+    checked = _Checked(table, _FirstLines(), _FirstLines())
+    rule = _ColumnRule(table)
+    parser = _Json()
+    for line, row in records:
+        table.rows += 1
+        column = rule(line, row)
         if column is None:
             table.problem(line, "no prompt column and no first column: the row has no values")
             continue
         if column not in row:
             table.problem(line, f"no value in the {column!r} column")
             continue
-        messages, answer, task_id = _task_problems(row[column], column, answer_set)
+        messages, answer, task_id = _task_problems(row[column], column, answer_set, parser)
         for message in messages:
             table.problem(line, message)
         if answer is not None:
             first = checked.answers.setdefault(answer.upper(), line)
             if first != line:
-                where = f"{table.unit} {first}"
-                table.problem(line, f'duplicate answer "{answer}" (first on {where})')
+                table.problem(line, f"duplicate answer {_show(answer)} (first on {table.unit} {first})")
+            elif training is not None and (seen := training.answers.get(answer.upper())) is not None:
+                where = f"{training.table.name} {training.table.unit} {seen}"
+                table.problem(line, f"answer {_show(answer.lower())} is also in the training file ({where}); "
+                                    "validation must hold out unseen words")
         if task_id is not None:
             first = checked.ids.setdefault(task_id, line)
             if first != line:
-                table.problem(line, f'duplicate id "{task_id}" (first on {table.unit} {first})')
+                table.problem(line, f"duplicate id {_show(task_id)} (first on {table.unit} {first})")
+            elif training is not None and (seen := training.ids.get(task_id)) is not None:
+                where = f"{training.table.name} {training.table.unit} {seen}"
+                table.problem(line, f"id {_show(task_id)} is also used in the training file ({where})")
     # An unreadable file already has its reason; "empty" would only add noise.
-    if not table.records and not table.problems:
+    if not table.rows and not table.problems.total:
         table.problem(None, "the file is empty: no rows")
-    elif batch_size is not None and table.records and len(table.records) < batch_size:
+    elif batch_size is not None and table.rows and table.rows < batch_size:
         table.problem(
             None,
-            f"only {len(table.records)} rows, fewer than one batch of {batch_size}; "
+            f"only {table.rows} rows, fewer than one batch of {batch_size}; "
             "the service needs at least global_batch_size rows",
         )
-    table.problems.sort(key=lambda p: (p.line is not None, p.line or 0))
     return checked
 
 
@@ -585,23 +985,32 @@ def _check_batch_size(batch_size: int | None) -> None:
         _check_count("batch_size", batch_size)
 
 
+def _check_max_problems(max_problems: int | None) -> None:
+    if max_problems is not None:
+        _check_count("max_problems", max_problems)
+
+
 def validate_rows(
     rows: Sequence[dict],
     *,
     name: str = "<rows>",
     batch_size: int | None = None,
     answers: Iterable[str] | None = ANSWERS,
-) -> list[DatasetProblem]:
+    max_problems: int | None = MAX_KEPT_PROBLEMS,
+) -> ProblemList:
     """Validate rows held in memory (as `make_splits` returns them); problems name rows 1..n."""
     _check_batch_size(batch_size)
-    table = _Table(name, "row", [], [], [])
-    for number, row in enumerate(rows, start=1):
-        if isinstance(row, dict):
-            table.records.append((number, row))
-        else:
-            table.problem(number, f"the row is {_json_type(row)}, not a dict with a prompt column")
-    table.columns = _columns_of(row for _, row in table.records)
-    return _check_table(table, batch_size, answers).table.problems
+    _check_max_problems(max_problems)
+    table = _Table(name, "row", _Collector(max_problems))
+
+    def records() -> Iterator[tuple[int, dict]]:
+        for number, row in enumerate(rows, start=1):
+            if isinstance(row, dict):
+                yield number, row
+            else:
+                table.problem(number, f"the row is {_json_type(row)}, not a dict with a prompt column")
+
+    return _check_table(table, records(), batch_size, answers).table.problems.result()
 
 
 def validate_file(
@@ -609,14 +1018,19 @@ def validate_file(
     *,
     batch_size: int | None = None,
     answers: Iterable[str] | None = ANSWERS,
-) -> list[DatasetProblem]:
-    """Every problem in one dataset file (.jsonl, .json, .csv or .parquet); [] when it is fine.
+    max_problems: int | None = MAX_KEPT_PROBLEMS,
+) -> ProblemList:
+    """The problems in one dataset file (.jsonl, .json, .csv or .parquet); [] when it is fine.
 
-    Never raises for a bad file. `batch_size` adds the service's minimum row count; `answers`
-    is the list every answer must come from (None skips that check).
+    Never raises for a bad file, and reads it as a stream: memory does not grow with the file,
+    only with its distinct answers and ids. `batch_size` adds the service's minimum row count;
+    `answers` is the list every answer must come from (None skips that check). At most
+    `max_problems` are kept (the first in line order); `.total` counts them all.
     """
     _check_batch_size(batch_size)
-    return _check_table(_load(path), batch_size, answers).table.problems
+    _check_max_problems(max_problems)
+    table, records = _open(path, max_problems)
+    return _check_table(table, records, batch_size, answers).table.problems.result()
 
 
 def validate_pair(
@@ -624,36 +1038,22 @@ def validate_pair(
     val_path: str | Path,
     batch_size: int | None = None,
     answers: Iterable[str] | None = ANSWERS,
-) -> list[DatasetProblem]:
+    max_problems: int | None = MAX_KEPT_PROBLEMS,
+) -> ProblemList:
     """Both files' problems, plus words or ids shared between them.
 
     `batch_size` applies to both files. The service documents its minimum (one batch) for the
     training data; the course holds the validation split to the same floor, as a full batch.
     """
     _check_batch_size(batch_size)
+    _check_max_problems(max_problems)
     answers = None if answers is None else list(answers)
-    train = _check_table(_load(train_path), batch_size, answers)
-    val = _check_table(_load(val_path), batch_size, answers)
-    shared: list[DatasetProblem] = []
-    for answer, line in val.answers.items():
-        if answer in train.answers:
-            where = f"{train.table.name} {train.table.unit} {train.answers[answer]}"
-            shared.append(
-                DatasetProblem(
-                    val.table.name,
-                    line,
-                    f'answer "{answer.lower()}" is also in the training file ({where}); '
-                    "validation must hold out unseen words",
-                    val.table.unit,
-                )
-            )
-    for task_id, line in val.ids.items():
-        if task_id in train.ids:
-            where = f"{train.table.name} {train.table.unit} {train.ids[task_id]}"
-            message = f'id "{task_id}" is also used in the training file ({where})'
-            shared.append(DatasetProblem(val.table.name, line, message, val.table.unit))
-    shared.sort(key=lambda p: p.line or 0)
-    return train.table.problems + val.table.problems + shared
+    train_table, train_records = _open(train_path, max_problems)
+    train = _check_table(train_table, train_records, batch_size, answers)
+    val_table, val_records = _open(val_path, max_problems)
+    val = _check_table(val_table, val_records, batch_size, answers, training=train)
+    parts = [train.table.problems.result(), val.table.problems.result()]
+    return ProblemList([p for part in parts for p in part], sum(part.total for part in parts))
 
 
 def check_or_raise(
@@ -663,7 +1063,7 @@ def check_or_raise(
     batch_size: int | None = None,
     answers: Iterable[str] | None = ANSWERS,
 ) -> None:
-    """Validate one file or a training/validation pair; raise `DatasetError` listing all problems."""
+    """Validate one file or a training/validation pair; raise `DatasetError` listing the problems."""
     if val_path is None:
         problems = validate_file(train_path, batch_size=batch_size, answers=answers)
     else:

@@ -390,7 +390,7 @@ def _activate_backend() -> str:
 
         # Credentials are checked by 00's preflight and by the first call that needs them;
         # here we only report where the course will work.
-        return boto3.Session().region_name or "not set (set AWS_REGION)"
+        return boto3.Session().region_name or f"not set ({config.REGION_ADVICE})"
     from mtrl_course import aws
 
     aws.offline_backend()

@@ -119,7 +119,7 @@ def check_identity(arn: str | None, error: str | None) -> Check:
 
 def check_region(region: str | None, model: str = COURSE_MODEL) -> Check:
     if not region:
-        return Check("Region", FAIL, "no Region set", "set AWS_REGION, e.g. us-east-1 or us-west-2")
+        return Check("Region", FAIL, "no Region set", config.REGION_ADVICE)
     offered = models_in_region(region)
     if model in offered:
         return Check("Region", OK, f"{region} offers {model}")
