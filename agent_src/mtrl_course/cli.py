@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mtrl_course import naming
 
 # A `--runs` item: `<model>:<temperature>`; the model is "base", "trained" or a training job name.
 RUN_SEPARATOR = ":"
@@ -257,6 +256,7 @@ def _quiet() -> None:
 
 
 def _mask(value: Any) -> Any:
+    from mtrl_course import naming
 
     return naming.mask_account(value) if isinstance(value, str) else value
 
@@ -487,7 +487,7 @@ def _run_spec(text: str) -> tuple[str, float]:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from mtrl_course import evaluation, resources, training
-    from mtrl_course.local.hub import EVALUATION_SPEC
+    from mtrl_course.service_spec import EVALUATION_SPEC
 
     repeated = sorted({f"{m}:{t:g}" for m, t in args.runs if args.runs.count((m, t)) > 1})
     if repeated:
