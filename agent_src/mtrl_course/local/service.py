@@ -48,8 +48,6 @@ from mtrl_course.service_spec import (
     flatten_nested,
     resolve_hyperparameters,
 )
-
-logger = logging.getLogger(__name__)
 from mtrl_course.local.job import (
     ACTIVE,
     SCHEMA_VERSION,
@@ -72,6 +70,8 @@ from mtrl_course.local.store import (
     process_alive,
     process_identity,
 )
+
+logger = logging.getLogger(__name__)
 
 JOB_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 DEFAULT_MAX_RESULTS = 10

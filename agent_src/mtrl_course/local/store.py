@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from mtrl_course.service_spec import JOB_CATEGORIES
-
-logger = logging.getLogger(__name__)
 from mtrl_course.local.job import (
     ACTIVE,
     MAX_TRANSITIONS,
@@ -29,6 +27,8 @@ from mtrl_course.local.job import (
     LocalJob,
     _job_summary,
 )
+
+logger = logging.getLogger(__name__)
 
 # Cross-process persistence (see the module docstring).
 STORE_SUBDIR = "jobs"
