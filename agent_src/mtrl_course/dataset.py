@@ -454,7 +454,7 @@ def _too_long(length: int, what: str = "the line") -> str:
 _ARRAY_HINT = " (this looks like a JSON array: name the file .json, or write one object per line)"
 
 
-def _physical_lines(fh: BinaryIO) -> Iterator[tuple[int, bytes | None, int]]:
+def _physical_lines(fh: BinaryIO) -> Iterator[tuple[int, bytes, int]]:
     """(number, bytes with its line end, length) per physical line.
 
     A line over MAX_RECORD_BYTES is skipped in chunks rather than held: it comes back as its

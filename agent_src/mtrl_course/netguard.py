@@ -176,7 +176,7 @@ def install() -> None:
             _check_address(sock.family, address)
         return original_sendmsg(sock, buffers, *args, **kwargs)
 
-    cls.connect, cls.connect_ex, cls.sendto, cls.sendmsg = connect, connect_ex, sendto, sendmsg  # type: ignore[method-assign]
+    cls.connect, cls.connect_ex, cls.sendto, cls.sendmsg = connect, connect_ex, sendto, sendmsg  # type: ignore[method-assign,assignment]
     sys.addaudithook(_audit)
     setattr(socket, _MARK, True)
 

@@ -593,7 +593,7 @@ class JobRuntimeEmulator:
         self,
         job_arn: str,
         trajectory_id: str,
-        rewards: Sequence[float],
+        rewards: Sequence[float] | None,
         client_token: str | None = None,
         *,
         account: str | None = None,
