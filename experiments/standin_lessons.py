@@ -14,9 +14,12 @@ standard error in the expected direction:
    steps, validation on the 128 held-out words at temperature 0 every 2 steps, learning rate
    1e-5, deployed effort low). Rise = final validation - step 0; headroom = 1 - final
    validation; served gap = evaluation at temperature 1 (deployed effort) - final validation.
-4. Learning the wrong thing: the same run trained with the legacy summed reward against the
-   tiered reward (same seed): share of games solved within three guesses (tiered - legacy) and
-   mean guesses per solved game (legacy - tiered), evaluated at temperature 1.
+4. Learning the wrong thing: the default run's adapter trained on for 10 more steps with the
+   legacy summed reward against the tiered reward (same seed; from the base every reward first
+   teaches "solve", and they part ways once the policy solves): share of games solved within
+   three guesses (tiered - legacy) and mean guesses per solve (legacy - tiered), evaluated at
+   temperature 1 with REWARD_ROLLOUTS rollouts per word; and the adapter's information weight
+   (tiered - legacy), the parameter the two gradients pull in opposite directions.
 5. Group size and curriculum: at an equal episode budget (global_batch_size x group_size = 256
    rollouts a step, 10 steps), group_size 16 and 32 against 8; and a curriculum in which half
    of the training rows are seeded with two `prior_guesses`. Statistic: evaluation solve rate
@@ -58,7 +61,7 @@ from tqdm import tqdm  # noqa: E402
 
 from mtrl_course.local import fastlane, hub, runner  # noqa: E402
 from mtrl_course.local.jobruntime import JobRuntimeEmulator  # noqa: E402
-from mtrl_course.local.policy import Adapter, StandInPolicy  # noqa: E402
+from mtrl_course.local.policy import BASE_WEIGHTS, FEATURE_NAMES, Adapter, StandInPolicy  # noqa: E402
 from mtrl_course.training import OFFLINE_HYPERPARAMETERS, WALKTHROUGH_OVERRIDES  # noqa: E402
 from wordle_agent import rollout  # noqa: E402
 from wordle_agent.words import ALLOWED, ENTROPY  # noqa: E402
@@ -74,6 +77,8 @@ MODEL = "openai-reasoning-gpt-oss-20b"
 REGION = "us-east-1"
 # Evaluation size per budget: (words, rollouts per word).
 BUDGETS = {"full": (128, 2), "quick": (64, 1)}
+# Point 4's evaluations use this many times the budget's rollouts per word (a smaller effect).
+REWARD_ROLLOUTS = 2
 # Curriculum: this share of training rows is seeded with CURRICULUM_PRIORS prior guesses.
 CURRICULUM_SHARE = 0.5
 CURRICULUM_PRIORS = 2
@@ -233,6 +238,7 @@ class Lab:
 class Evaluation:
     solve_rate: float
     mean_reward: float
+    obscure_prob: float
     solved_within_3: float
     guesses_per_solve: float
     loop_games: float
@@ -253,6 +259,7 @@ def evaluate(adapter: Adapter, seed: int, *, temperature: float, effort: str, wo
 
     arn = f"arn:aws:sagemaker:{REGION}:{offline_backend().account}:job/AgentRFTEvaluation/lessons-eval-{_EVAL_COUNTER[0]}"
     emulator.register_job(arn, StandInPolicy(adapter, seed=seed))
+    weights = BASE_WEIGHTS + adapter.weights
     os.environ[rollout.REASONING_EFFORT_ENV] = effort
     games: dict[str, Any] = {}
 
@@ -269,7 +276,20 @@ def evaluate(adapter: Adapter, seed: int, *, temperature: float, effort: str, wo
                 fastlane.play_episode(emulator, arn, tid, task, temperature=temperature, max_tokens=8192)
                 game = games.pop(task_id)
                 samples = emulator.trajectory(arn, tid).samples
+                # The policy's own probability (temperature 1) of an obscure clean word (fits
+                # every clue, not an answer-list word): the legacy reward's way to farm shaping.
+                obscure = []
+                for sample in samples:
+                    trace = sample.policy_trace
+                    if isinstance(trace, dict) and trace.get("kind") in ("guess", "loop"):
+                        phi = np.asarray(trace["features"])
+                        logits = phi @ weights + np.asarray(trace["offsets"])
+                        prob = np.exp(logits - logits.max())
+                        prob /= prob.sum()
+                        mask = (phi[:, FEATURE_NAMES.index("consistent")] == 1) & (phi[:, FEATURE_NAMES.index("common_word")] == 0)
+                        obscure.append(float(prob[mask].sum()))
                 per_game.append({
+                    "obscure_prob": float(np.mean(obscure)) if obscure else 0.0,
                     "reward": float(game.final_reward()),
                     "solved": bool(game.solved),
                     "guesses": len(game.guesses),
@@ -281,6 +301,7 @@ def evaluate(adapter: Adapter, seed: int, *, temperature: float, effort: str, wo
     return Evaluation(
         solve_rate=float(np.mean([g["solved"] for g in per_game])),
         mean_reward=float(np.mean([g["reward"] for g in per_game])),
+        obscure_prob=float(np.mean([g["obscure_prob"] for g in per_game])),
         solved_within_3=float(np.mean([g["solved"] and g["guesses"] <= 3 for g in per_game])),
         guesses_per_solve=float(np.mean([g["guesses"] for g in solved])) if solved else float("nan"),
         loop_games=float(np.mean([g["loop"] for g in per_game])),
@@ -334,13 +355,16 @@ def run_seed(seed: int, budget: str, lab: Lab, progress: tqdm) -> dict[str, Any]
     design = {}
     for variant in (runner.REWARD_TIERED, runner.REWARD_LEGACY):
         adapter, _, _ = lab.train(seed, reward=variant, start=trained, val_every=0)
-        e = ev(adapter, 1.0)
+        e = evaluate(adapter, seed, temperature=1.0, effort=DEPLOYED_EFFORT, words=words,
+                     rollouts=rollouts * REWARD_ROLLOUTS)
         design[variant] = {"solve_rate": e.solve_rate, "solved_within_3": e.solved_within_3,
                            "guesses_per_solve": e.guesses_per_solve, "mean_reward": e.mean_reward,
+                           "obscure_prob": e.obscure_prob,
                            "mean_guesses": float(np.mean([g["guesses"] for g in e.per_game])),
                            "adapter": adapter.weights.round(3).tolist()}
         step(f"{variant} continued")
     design["start"] = {"solve_rate": served_eval.solve_rate, "solved_within_3": served_eval.solved_within_3,
+                       "obscure_prob": served_eval.obscure_prob,
                        "guesses_per_solve": served_eval.guesses_per_solve, "adapter": trained.weights.round(3).tolist()}
     out["reward_design"] = design
 
@@ -352,13 +376,16 @@ def run_seed(seed: int, budget: str, lab: Lab, progress: tqdm) -> dict[str, Any]
         adapter, gjob, _ = lab.train(seed, group_size=group, global_batch_size=EPISODES_PER_STEP // group, val_every=10)
         gval = gjob.metric("val/reward/pass_at_1")
         e = ev(adapter, 1.0)
-        groups[str(group)] = {"eval_T1_solve": e.solve_rate, "eval_T1_reward": e.mean_reward, "final_val": gval[max(gval)]}
+        groups[str(group)] = {"eval_T1_solve": e.solve_rate, "eval_T1_reward": e.mean_reward, "final_val": gval[max(gval)],
+                              # Why a null can happen: Adam's update barely depends on the batch.
+                              "adapter_distance_to_group_8": float(np.linalg.norm(adapter.vector() - trained.vector()))}
         step(f"group {group}")
     out["group_size"] = groups
     cadapter, cjob, _ = lab.train(seed, train_rows=curriculum_rows(_rows("training"), seed), val_every=10)
     cval = cjob.metric("val/reward/pass_at_1")
     e = ev(cadapter, 1.0)
-    out["curriculum"] = {"eval_T1_solve": e.solve_rate, "eval_T1_reward": e.mean_reward, "final_val": cval[max(cval)]}
+    out["curriculum"] = {"eval_T1_solve": e.solve_rate, "eval_T1_reward": e.mean_reward, "final_val": cval[max(cval)],
+                         "adapter_distance_to_default": float(np.linalg.norm(cadapter.vector() - trained.vector()))}
     step("curriculum")
     return out
 
@@ -405,6 +432,9 @@ def statistics(seeds: list[dict]) -> dict[str, dict[str, Any]]:
     stats["3 plateau: validation rise, final - step 0"] = summary([val(s)[max(val(s))] - val(s)[0] for s in seeds])
     stats["3 plateau: headroom, 1 - final validation"] = summary([1 - val(s)[max(val(s))] for s in seeds])
     stats["3 plateau: served (T1, low) - final validation"] = summary([s["served"] - val(s)[max(val(s))] for s in seeds])
+    info = FEATURE_NAMES.index("information")
+    stats["4 reward design: information weight, tiered - legacy (continued)"] = summary(
+        [s["reward_design"]["tiered"]["adapter"][info] - s["reward_design"]["legacy"]["adapter"][info] for s in seeds])
     stats["4 reward design: solved within 3, tiered - legacy (continued, T1)"] = summary(
         [s["reward_design"]["tiered"]["solved_within_3"] - s["reward_design"]["legacy"]["solved_within_3"] for s in seeds])
     stats["4 reward design: guesses per solve, legacy - tiered (continued, T1)"] = summary(
@@ -438,13 +468,18 @@ def levels(seeds: list[dict]) -> dict[str, dict[str, float]]:
     out["default run seconds"] = summary([s["default_run"]["seconds"] for s in seeds])
     out["served (T1, low)"] = summary([s["served"] for s in seeds])
     for variant in ("start", "tiered", "legacy"):
-        for key in ("solve_rate", "solved_within_3", "guesses_per_solve"):
+        for key in ("solve_rate", "solved_within_3", "guesses_per_solve", "obscure_prob"):
             out[f"reward {variant} {key}"] = summary([s["reward_design"][variant][key] for s in seeds])
     for group in GROUP_SIZES:
         for key in ("eval_T1_solve", "eval_T1_reward", "final_val"):
             out[f"group {group} {key}"] = summary([s["group_size"][str(group)][key] for s in seeds])
     for key in ("eval_T1_solve", "eval_T1_reward", "final_val"):
         out[f"curriculum {key}"] = summary([s["curriculum"][key] for s in seeds])
+    for group in GROUP_SIZES[1:]:
+        out[f"group {group} adapter distance to group 8"] = summary(
+            [s["group_size"][str(group)]["adapter_distance_to_group_8"] for s in seeds])
+    out["curriculum adapter distance to default"] = summary([s["curriculum"]["adapter_distance_to_default"] for s in seeds])
+    out["default adapter norm"] = summary([s["default_run"]["adapter_norm"] for s in seeds])
     return out
 
 

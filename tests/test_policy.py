@@ -88,7 +88,7 @@ def test_the_same_conversation_in_the_same_slot_gets_the_same_answer():
 
 
 def test_the_policy_reads_the_clues_from_the_tool_answers_only():
-    policy = StandInPolicy(Adapter(weights=np.array([20.0, 5, 0, 0, 0, -20, 0, 5, 0, 0])))
+    policy = StandInPolicy(Adapter(weights=np.array([20.0, 5, 0, 0, 0, -20, 0, 5, 0, 0, 0])))
     # Two games with different secret words whose conversations are identical so far...
     a, b = conversation("PASTE", ["CRANE"]), conversation("HASTE", ["CRANE"])
     assert a == b
@@ -174,7 +174,7 @@ def test_the_policy_reads_prior_guesses_from_the_instruction():
         {"role": "user", "content": "Guess the hidden 5-letter word.\n\n" + game.prior_guesses_text()},
     ]
     played = conversation("PASTE", ["CRANE", "HOIST"])
-    policy = StandInPolicy(Adapter(weights=np.array([20.0, 5, 0, 0, 0, -20, 0, 5, 0, 0])))
+    policy = StandInPolicy(Adapter(weights=np.array([20.0, 5, 0, 0, 0, -20, 0, 5, 0, 0, 0])))
     a = policy.complete(request(seeded, temperature=1.0), slot(0))["policy_trace"]
     b = policy.complete(request(played, temperature=1.0), slot(0))["policy_trace"]
     # The same knowledge, so the same candidates and features, whichever way the clues came.
@@ -298,7 +298,7 @@ def test_the_base_is_weak_at_every_effort(monkeypatch, effort):
 
 
 def test_a_well_trained_adapter_solves_most_held_out_words_when_sampled_and_fewer_greedy():
-    good = Adapter(weights=np.array([6.0, 6.0, 6.0, -3.0, -3.0, 3.0, 0.0, 3.0, 0.0, 0.0]))
+    good = Adapter(weights=np.array([6.0, 6.0, 6.0, -3.0, -3.0, 3.0, 0.0, 3.0, 0.0, 0.0, 0.0]))
     sampled, greedy = solve_rate(good, "good-t1", 1.0), solve_rate(good, "good-t0", 0.0)
     # Greedy decoding loops on undecided turns; sampling escapes (the walkthrough's lesson).
     assert sampled >= 0.85 and greedy < sampled - 0.1, (greedy, sampled)

@@ -17,17 +17,19 @@ thread timing.
 
 How it plays one turn.
 1. Candidates: a few words it "weighs", drawn deterministically: one in `CONSISTENT_SHARE` (at
-   least `MIN_CONSISTENT`) from the answers that still fit every clue, the rest information
-   probes (half from the 1,000 best openers, half from the whole allowed list). Reasoning effort
+   least `MIN_CONSISTENT`) from the answers that still fit every clue, one in `OBSCURE_SHARE`
+   (at least one) from dictionary words outside the answer list that fit the clues too (words a
+   model knows but that are never the secret), the rest information probes (half from the 1,000
+   best openers, half from the whole allowed list). Reasoning effort
    sets how many: see `EFFORTS`. Clues come from the tool's answers and, for a curriculum game
    seeded with `prior_guesses`, from the instruction (`transcript.seeded_clues`).
 2. Features of each candidate (`FEATURE_NAMES`): could it still be the answer; how much of the
    remaining uncertainty its feedback would resolve (entropy over the answers still possible,
    divided by log2 of their number); how many of its letters are new; how many known-gray
    letters it uses; how many known greens it breaks; whether it repeats an earlier guess;
-   whether it is a common (answer-list) word; its chance of solving right now; and two
+   whether it is a common (answer-list) word; its chance of solving right now; two
    interactions with the turn (fits_clues and information times the share of guesses still
-   ahead).
+   ahead); and whether it agrees with every clue, answer-list word or not.
 3. Logits = features . (base weights + adapter weights), plus self-verification's offsets at
    higher effort; softmax at the request temperature, sampled (temperature 0: argmax, first
    index on ties).
@@ -70,9 +72,12 @@ yellow loses `VERIFY_PENALTY` of logit) and how easily a greedy decode loops
 rarely do, so verification helps the base far more: the analogue of "medium effort adds 46
 points to the base and 15 to the trained model". More effort still costs more tokens.
 
-Capacity to learn the wrong thing. The two turn interactions let a linear policy represent "do
-not commit to a fitting word early; probe first", the strategy the legacy summed reward pays for
-(every extra clean guess adds shaping points, so slower solves score more). From the base, every
+Capacity to learn the wrong thing. An obscure word that fits the clues is a clean guess (no
+violation, new letters, eliminations) that can never solve: the legacy summed reward pays for
+each one (every extra clean guess adds shaping points, so slower solves score more), the tiered
+reward charges a tenth of a point for the delay. The `consistent` and `common_word` features and
+the two turn interactions let a linear policy represent "play clean non-answers first, commit
+late", so training can drift toward what each reward pays. From the base, every
 reward first teaches "solve" and the gradients agree; once the policy solves, the legacy reward's
 gradient points the other way from the tiered one's.
 
@@ -140,6 +145,9 @@ FEATURE_NAMES = (
     # times the share of guesses still ahead, 1 on the first guess and 0 on the sixth.
     "fits_early",
     "information_early",
+    # Consistent with every clue, answer-list word or not (an obscure word that fits is a clean
+    # guess that cannot be the answer: the legacy reward's favourite way to farm shaping).
+    "consistent",
 )
 N_FEATURES = len(FEATURE_NAMES)
 TURN_FEATURES = {"fits_early": "fits_clues", "information_early": "information"}
@@ -149,7 +157,7 @@ TURN_FEATURES = {"fits_early": "fits_clues", "information_early": "information"}
 # how far training must move the weights: at 1x one update already flips most greedy choices,
 # at 3x the learning curve takes a few steps.
 # The base has no turn-dependent habit: the interaction weights start at 0.
-BASE_WEIGHTS = 3.0 * np.array([0.3, -1.5, -2.0, 0.3, 0.0, -3.0, 0.5, 0.5, 0.0, 0.0])
+BASE_WEIGHTS = 3.0 * np.array([0.3, -1.5, -2.0, 0.3, 0.0, -3.0, 0.0, 0.5, 0.0, 0.0, 0.0])
 
 FORMATS = ("tool_call", "raw_text", "no_call")
 TOOL_CALL, RAW_TEXT, NO_CALL = range(len(FORMATS))
@@ -199,9 +207,12 @@ DEFAULT_EFFORT = "medium"
 # Levels that describe this many candidates or fewer write one terse line instead of a list.
 TERSE_UP_TO = 3
 # One candidate in CONSISTENT_SHARE is drawn from the answers that still fit (at least
-# MIN_CONSISTENT of them while that many fit).
+# MIN_CONSISTENT of them while that many fit); one in OBSCURE_SHARE from the dictionary words
+# outside the answer list that fit the clues too (at least one while any does).
+OBSCURE_SHARE = 4
+OBSCURE_SAMPLE = 256
 CONSISTENT_SHARE = 4
-MIN_CONSISTENT = 2
+MIN_CONSISTENT = 3
 # Self-verification: a verified proposal that breaks a known clue loses this much logit.
 VERIFY_PENALTY = 6.0
 # Degenerate loops (see loop_chance); a looping reply writes until the request's max_tokens
@@ -271,6 +282,36 @@ class Vocabulary:
         self.letter_sets[np.arange(len(self.allowed))[:, None], self.letters] = True
         self.opening_bits = np.array([ENTROPY.get(w, 0.0) for w in self.allowed])
         self.probe_pool = np.argsort(-self.opening_bits, kind="stable")[:PROBE_POOL_SIZE]
+        self.obscure_rows = np.flatnonzero(~self.is_answer)
+        self.letter_counts = np.zeros((len(self.allowed), 26), dtype=np.int8)
+        for i in range(5):
+            np.add.at(self.letter_counts, (np.arange(len(self.allowed)), self.letters[:, i]), 1)
+
+    def consistent(self, clues: Sequence[Clue], rows: np.ndarray) -> np.ndarray:
+        """Which of the allowed-word `rows` agree with every clue (answer-list words or not).
+
+        A word agrees with a clue when playing the clue's guess against it as the answer gives
+        the clue's marks (patterns.py's rule: greens first, then yellows while copies remain).
+        """
+        keep = np.ones(len(rows), dtype=bool)
+        if not clues or len(rows) == 0:
+            return keep
+        a = self.letters[rows]
+        index = np.arange(len(rows))
+        for word, marks in clues:
+            g = [ord(c) - 65 for c in word]
+            green = a == np.array(g)[None, :]
+            remaining = self.letter_counts[rows]  # fancy indexing: a copy
+            for i in range(5):
+                remaining[index, a[:, i]] -= green[:, i]
+            code = np.zeros(len(rows), dtype=np.int64)
+            for i in range(5):
+                left = remaining[:, g[i]]
+                yellow = ~green[:, i] & (left > 0)
+                remaining[:, g[i]] = left - yellow
+                code += (2 * green[:, i] + yellow) * 3**i
+            keep &= code == _pattern_code(marks)
+        return keep
 
 
 _VOCABULARY: Vocabulary | None = None
@@ -551,7 +592,7 @@ class StandInPolicy:
         possible, knowledge = self._possible(vocab, clues)
         guessed = sent | {word for word, _ in clues}
         spec = EFFORTS[level]
-        candidates = self._candidates(vocab, rng, possible, spec.candidates)
+        candidates = self._candidates(vocab, rng, possible, spec.candidates, clues)
         features = self._features(vocab, candidates, clues, knowledge, possible, guessed)
 
         greedy = temperature < GREEDY_BELOW
@@ -619,9 +660,16 @@ class StandInPolicy:
         return np.flatnonzero(mask), knowledge
 
     @staticmethod
-    def _candidates(vocab: Vocabulary, rng: np.random.Generator, possible: np.ndarray, count: int) -> np.ndarray:
+    def _candidates(
+        vocab: Vocabulary, rng: np.random.Generator, possible: np.ndarray, count: int, clues: Sequence[Clue]
+    ) -> np.ndarray:
         fitting = min(len(possible), max(MIN_CONSISTENT, count // CONSISTENT_SHARE))
         chosen = list(vocab.answer_rows[rng.choice(possible, size=fitting, replace=False)]) if fitting else []
+        # Obscure words that fit: the first of OBSCURE_SAMPLE random non-answer words that agree
+        # with the clues (a model recalls a few such words, it does not enumerate the dictionary).
+        sample = rng.choice(vocab.obscure_rows, size=OBSCURE_SAMPLE, replace=False)
+        fits = sample[vocab.consistent(clues, sample)]
+        chosen += list(fits[: max(1, count // OBSCURE_SHARE)])
         probes = count - len(chosen)
         chosen += list(vocab.probe_pool[rng.choice(len(vocab.probe_pool), size=probes // 2, replace=False)])
         chosen += list(rng.choice(len(vocab.allowed), size=probes - probes // 2, replace=False))
@@ -664,6 +712,7 @@ class StandInPolicy:
         early = (MAX_TURN - min(len(clues), MAX_TURN)) / MAX_TURN
         features[:, 8] = features[:, 0] * early
         features[:, 9] = features[:, 1] * early
+        features[:, 10] = vocab.consistent(clues, rows)
         return features
 
     @staticmethod
