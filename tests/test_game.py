@@ -8,13 +8,15 @@ from hypothesis import strategies as st
 
 from wordle_agent.game import (
     MAX_GUESSES,
+    MAX_PRIOR_GUESSES,
     MAX_TOOL_CALLS,
+    PRIOR_GUESSES_HEADER,
     Knowledge,
     WordleGame,
     normalize_guess,
     score_guess,
 )
-from wordle_agent.reward import OPENER_ENTROPY_BONUS
+from wordle_agent.reward import NO_PLAY_REWARD, OPENER_ENTROPY_BONUS
 from wordle_agent.words import ALLOWED, ANSWERS, ENTROPY
 
 ALLOWED_SORTED = sorted(ALLOWED)
@@ -309,3 +311,60 @@ def test_padded_or_mixed_case_words_are_accepted(raw: str) -> None:
 def test_bad_answer_is_a_named_error() -> None:
     with pytest.raises(ValueError, match="CRAN"):
         WordleGame("CRAN")
+
+
+# --- prior guesses (a curriculum's seeded games) ---------------------------------------------------
+
+_SEED_WORDS = sorted(ALLOWED)[::97]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    answer=st.sampled_from(ANSWERS),
+    priors=st.lists(st.sampled_from(_SEED_WORDS), max_size=MAX_PRIOR_GUESSES, unique=True),
+    plays=st.lists(st.sampled_from(_SEED_WORDS + ANSWERS[:50]), max_size=8),
+)
+def test_seeded_guesses_use_turns_add_knowledge_but_no_shaping(answer, priors, plays):
+    priors = [w for w in priors if w != answer]
+    seeded = WordleGame(answer, prior_guesses=priors)
+    plain = WordleGame(answer)
+    for word in priors:
+        plain.guess(word)
+    assert seeded.guesses == plain.guesses and seeded.seeded == len(priors)
+    assert seeded.possibility_count() == plain.possibility_count() and seeded.score == 0.0
+    assert seeded.policy_guesses == [] and seeded.final_reward() == NO_PLAY_REWARD
+    assert seeded.tool_calls == 0
+    for word in plays:
+        seeded.guess(word)
+    played = len(seeded.policy_guesses)
+    reward = seeded.final_reward()
+    if played == 0:
+        assert reward == NO_PLAY_REWARD
+    elif seeded.solved:
+        # The tier counts the seeded turns: a solve on guess n pays at most the guess-n tier.
+        n = len(seeded.guesses)
+        assert 1.01 <= reward <= 1.05 + 0.5 * (6 - n) / 5 + 0.04 + 1e-9
+    else:
+        assert -0.65 <= reward <= -0.35
+
+
+def test_a_seeded_game_tells_the_policy_what_was_played():
+    game = WordleGame("PASTE", prior_guesses=["crane"])
+    text = game.prior_guesses_text()
+    assert text.startswith(PRIOR_GUESSES_HEADER)
+    assert "Guess 1/6: CRANE -> C=gray, R=gray, A=yellow, N=gray, E=green" in text
+    assert "- Guesses Remaining: 5" in text
+    assert WordleGame("PASTE").prior_guesses_text() == ""
+    # The policy's first guess is not an opener: no entropy bonus, new letters count instead.
+    game.guess("SLOTH")
+    kinds = [reason for reason, _ in game.events[-1].reasons]
+    assert "opener_entropy" not in kinds and game.events[0].kind == "prior"
+
+
+@pytest.mark.parametrize(
+    ("priors", "problem"),
+    [(["PASTE"], "is the answer"), (["CRANE", "crane"], "twice"), (["QQQQQ"], "dictionary"), ("CRANE", "list")],
+)
+def test_prior_guesses_that_cannot_seed_the_game_are_refused(priors, problem):
+    with pytest.raises(ValueError, match=problem):
+        WordleGame("PASTE", prior_guesses=priors)

@@ -137,3 +137,23 @@ def test_updates_are_deterministic():
         results.append(current.vector())
     assert results[0].tobytes() == results[1].tobytes()
     assert not np.array_equal(results[0], adapter.vector())
+
+
+def test_verification_offsets_enter_the_softmax_and_the_gradient_still_matches():
+    rng = np.random.default_rng(5)
+    vector = np.concatenate([rng.normal(size=N_FEATURES), rng.normal(size=3)])
+    trace = make_trace(vector, chosen=1, temperature=0.8, seed=4)
+    # Small features keep every proposal's probability moderate, so the offsets visibly matter.
+    trace["features"] = trace["features"] * 0.05
+    plain_grad, plain_logp = grpo._turn_gradient(vector, trace)
+    offsets = np.zeros(CANDIDATES)
+    offsets[[1, 3]] = -6.0  # the chosen proposal was among those the reasoning rejected
+    checked = {**trace, "offsets": offsets}
+    grad, value = grpo._turn_gradient(vector, checked)
+    assert value < plain_logp and not np.allclose(grad, plain_grad)
+    numeric = np.zeros_like(vector)
+    for i in range(vector.size):
+        step = np.zeros_like(vector)
+        step[i] = 1e-6
+        numeric[i] = (logp(vector + step, checked) - logp(vector - step, checked)) / 2e-6
+    assert np.allclose(grad, numeric, atol=1e-5)

@@ -534,3 +534,49 @@ def test_every_request_gets_a_new_client_on_the_one_shared_ssl_context(
     run_rollout(payload(server))
     assert len(built) == len(server.chat_requests) == 2
     assert all(v is rollout.shared_ssl_context() for v in built)
+
+
+# --- curriculum: prior guesses ---------------------------------------------------------------------
+
+
+def test_parse_prior_guesses_returns_uppercase_words_and_defaults_to_none() -> None:
+    assert rollout.parse_prior_guesses(task()) == []
+    assert rollout.parse_prior_guesses(task(prior_guesses=["slate", "Moist"])) == ["SLATE", "MOIST"]
+
+
+@pytest.mark.parametrize(
+    ("priors", "problem"),
+    [
+        ("SLATE", "must be a list"),
+        (["SLATE", "SLATE"], "appears twice"),
+        (["CRANE"], "is the answer"),
+        (["ZZZZZ"], "not a five-letter dictionary word"),
+        ([7], "not a five-letter dictionary word"),
+        (["SLATE", "MOIST", "BUNDY", "PLUMB", "FIGHT", "WORDY"], "at most 5"),
+    ],
+)
+def test_prior_guesses_that_cannot_seed_a_game_make_the_task_malformed(priors: Any, problem: str) -> None:
+    with pytest.raises(TaskError, match=problem):
+        rollout.parse_prior_guesses(task(prior_guesses=priors))
+
+
+def test_a_seeded_task_shows_the_prior_guesses_and_scores_them_as_turns(server: FakePolicyServer) -> None:
+    server.reset(guesses("CRANE"))
+    seeded = dict(payload(server), prompt=task(prior_guesses=["SLATE", "MOIST"]))
+    result = run_rollout(seeded)
+    expected = WordleGame(ANSWER, prior_guesses=["SLATE", "MOIST"])
+    expected.guess("CRANE")
+    assert expected.guesses == ["SLATE", "MOIST", "CRANE"] and expected.solved
+    assert result == {"reward": pytest.approx(expected.final_reward())}
+    # A solve on the policy's first guess after two seeded ones pays the guess-3 tier.
+    # Seeded guesses add no shaping: only the solving guess's time term is in the score.
+    assert result["reward"] == pytest.approx(1.05 + 0.5 * 3 / 5 + 0.04 * (-1.0 / 150))
+    user = json.dumps(server.chat_requests[0].body["messages"])
+    assert "These guesses were already played for you:" in user and "Guess 2/6: MOIST ->" in user
+
+
+def test_a_seeded_game_where_the_policy_never_guesses_is_nudged_and_pays_no_play(server: FakePolicyServer) -> None:
+    server.reset(always(Text("Still thinking about it.")))
+    seeded = dict(payload(server), prompt=task(prior_guesses=["SLATE"]))
+    assert run_rollout(seeded) == {"reward": NO_PLAY_REWARD}
+    assert len(server.chat_requests) == 2  # the nudge still comes: the seeded guess is not the policy's

@@ -319,3 +319,47 @@ def test_the_full_lane_refuses_a_runtime_that_is_not_serving(world):
 @pytest.mark.parametrize(("n", "c", "k", "expected"), [(2, 1, 1, 0.5), (2, 1, 2, 1.0), (4, 0, 2, 0.0), (4, 1, 2, 0.5)])
 def test_pass_at_k_is_the_unbiased_estimator(n, c, k, expected):
     assert metrics.pass_at_k(n, c, k) == pytest.approx(expected)
+
+
+# --- reward variants (the reward deep dive trains on a subtly wrong reward) ----------------------
+
+
+def test_reward_variants_report_another_number_for_the_same_game(monkeypatch):
+    from wordle_agent import rollout
+    from wordle_agent.game import WordleGame
+    from wordle_agent.reward import legacy_reward
+
+    def play(payload: dict) -> dict:
+        game = WordleGame("PASTE")
+        for word in ("CRANE", "HOIST", "PASTE"):
+            game.guess(word)
+        rollout._notify_observers("row", game)
+        return {"reward": game.final_reward()}
+
+    expected = WordleGame("PASTE")
+    for word in ("CRANE", "HOIST", "PASTE"):
+        expected.guess(word)
+    assert runner.reward_variant_handler(runner.REWARD_TIERED, play) is play
+    assert runner.reward_variant_handler(runner.REWARD_LEGACY, play)({})["reward"] == pytest.approx(legacy_reward(expected))
+    # Outcome only: the guess-3 tier without the shaping term.
+    assert runner.reward_variant_handler(runner.REWARD_OUTCOME_ONLY, play)({})["reward"] == pytest.approx(1.05 + 0.5 * 3 / 5)
+    # A rollout that made no game (a malformed task) keeps the handler's own reward.
+    assert runner.reward_variant_handler(runner.REWARD_LEGACY, lambda p: {"reward": -1.5})({}) == {"reward": -1.5}
+
+
+def test_outcome_only_ignores_seeded_guesses_when_the_policy_never_played():
+    from wordle_agent.game import WordleGame
+    from wordle_agent.reward import NO_PLAY_REWARD, legacy_reward
+
+    game = WordleGame("PASTE", prior_guesses=["CRANE"])
+    assert runner.outcome_only_reward(game) == NO_PLAY_REWARD
+    assert legacy_reward(game) == pytest.approx(-200 / 150)
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [({"reward": "summed"}, "is not one of"), ({"reward": "legacy", "lane": "full"}, "only the fast lane")],
+)
+def test_runner_options_name_a_bad_reward_variant(options, problem):
+    with pytest.raises(ValueError, match=problem):
+        runner.RunnerOptions(**options)

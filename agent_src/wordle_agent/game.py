@@ -15,6 +15,7 @@ no numpy, and does not need it for this.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from wordle_agent.reward import (
@@ -44,6 +45,7 @@ __all__ = [
     "GuessEvent",
     "Knowledge",
     "WordleGame",
+    "check_prior_guesses",
     "normalize_guess",
     "score_guess",
 ]
@@ -71,6 +73,11 @@ NOT_IN_DICTIONARY, ELIMINATION, RAW_TEXT = "not_in_dictionary", "elimination", "
 
 SOLVED_TEXT = "Guess {turn}/{max}: {word} \u2014 all green. Correct, you solved it!"
 LOST_TEXT = "Out of guesses: the word was {answer}."
+# A curriculum may seed a game with guesses played before the policy's turn (at most
+# MAX_PRIOR_GUESSES, so the policy always has a guess left); the instruction then carries this
+# header, their feedback lines and the knowledge summary.
+MAX_PRIOR_GUESSES = MAX_GUESSES - 1
+PRIOR_GUESSES_HEADER = "These guesses were already played for you:"
 NOT_IN_DICTIONARY_NOTE = " (not in the dictionary; it still used a guess)"
 REPEAT_TEXT = "Guess {turn}/{max}: {word} was already guessed; repeating it used a guess."
 MALFORMED_TEXT = (
@@ -257,6 +264,29 @@ class GuessEvent(NamedTuple):
     reasons: tuple[tuple[str, float], ...]
 
 
+def check_prior_guesses(prior_guesses: object, answer: str) -> list[str]:
+    """Prior guesses as uppercase words; ValueError naming the problem if they cannot seed a game.
+
+    They must be a list of at most MAX_PRIOR_GUESSES distinct dictionary words (ALLOWED), none
+    of them the answer (a seeded solve would leave the policy nothing to play).
+    """
+    if isinstance(prior_guesses, (str, bytes)) or not isinstance(prior_guesses, Sequence):
+        raise ValueError(f"prior_guesses must be a list of words, got {type(prior_guesses).__name__}")
+    if len(prior_guesses) > MAX_PRIOR_GUESSES:
+        raise ValueError(f"prior_guesses holds {len(prior_guesses)} words; at most {MAX_PRIOR_GUESSES} are allowed")
+    words: list[str] = []
+    for raw in prior_guesses:
+        word = normalize_guess(raw)
+        if word is None or word not in ALLOWED:
+            raise ValueError(f"prior guess {_echo(raw)} is not a five-letter dictionary word")
+        if word in words:
+            raise ValueError(f"prior guess {word} appears twice")
+        if word == answer.upper():
+            raise ValueError(f"prior guess {word} is the answer; a seeded game must leave it to the policy")
+        words.append(word)
+    return words
+
+
 def _echo(raw: object) -> str:
     try:
         shown = repr(raw)
@@ -280,11 +310,19 @@ class WordleGame:
     - `guess` and `guess_from_text` share the MAX_TOOL_CALLS budget; calls after the game is over
       answer GAME_OVER_TEXT, calls beyond the budget answer LIMIT_TEXT, and neither is scored.
     - A game that stops before six guesses without a solve is a loss (see reward.outcome_reward).
+    - Prior guesses (a curriculum's `prior_guesses`, played for the policy before its first
+      turn): each uses a turn and adds its facts to the knowledge, exactly as if played, but
+      scores no shaping (the policy did not choose it) and makes no tool call. The outcome tier
+      counts them (a game seeded with two guesses and solved on the policy's first is a solve on
+      guess 3), so every tier guarantee still holds; a game where the policy itself never made a
+      valid guess pays NO_PLAY_REWARD (and the legacy design's no-play penalty) whatever was
+      seeded. The policy's first guess is not an opener: it earns new-letter and elimination
+      bonuses against the seeded knowledge, not the opening-entropy bonus.
     - Any five-letter answer plays, but possibilities are drawn from ANSWERS, so an answer outside
       that list never appears among them (dataset rows are validated against the lists).
     """
 
-    def __init__(self, answer: str) -> None:
+    def __init__(self, answer: str, prior_guesses: Sequence[str] = ()) -> None:
         word = normalize_guess(answer)
         if word is None:
             raise ValueError(f"WordleGame needs a five-letter answer (letters A-Z); got {answer!r}")
@@ -297,12 +335,33 @@ class WordleGame:
         self.knowledge = Knowledge()
         self._distinct: list[str] = []
         self._tried: set[str] = set()
+        self.prior_texts: list[str] = []
+        for prior in check_prior_guesses(prior_guesses, word):
+            marks = score_guess(prior, word)
+            self.knowledge.update(prior, marks)
+            self._remember(prior)
+            feedback = ", ".join(f"{c}={_COLOR_NAME[m]}" for c, m in zip(prior, marks))
+            self.prior_texts.append(f"Guess {len(self.guesses)}/{MAX_GUESSES}: {prior} -> {feedback}")
+            self.events.append(GuessEvent(len(self.guesses), prior, "prior", 0.0, ()))
+        self.seeded: int = len(self.guesses)
 
     # -- state ----------------------------------------------------------------------------------
 
     @property
     def turns_used(self) -> int:
         return len(self.guesses)
+
+    @property
+    def policy_guesses(self) -> list[str]:
+        """The guesses the policy played (after the seeded prior guesses)."""
+        return self.guesses[self.seeded :]
+
+    def prior_guesses_text(self) -> str:
+        """The block that tells the policy which guesses were played for it ('' if none)."""
+        if not self.seeded:
+            return ""
+        lines = [PRIOR_GUESSES_HEADER, *self.prior_texts, self.knowledge_summary()]
+        return "\n".join(lines)
 
     @property
     def over(self) -> bool:
@@ -324,7 +383,8 @@ class WordleGame:
 
     def final_reward(self) -> float:
         """The episode reward (reward.outcome_reward on this game's outcome and score)."""
-        return outcome_reward(self.solved, len(self.guesses), self.score)
+        played = len(self.guesses) if len(self.guesses) > self.seeded else 0
+        return outcome_reward(self.solved, played, self.score)
 
     def knowledge_summary(self) -> str:
         """The "Current Knowledge:" block the tool appends to each guess's feedback."""

@@ -149,6 +149,7 @@ def legacy_reward(game: _PlayedGame) -> float:
     total = game.score
     if game.solved:
         total += LEGACY_SOLVE_BONUS
-    if not game.guesses:
+    # Guesses seeded by a curriculum (WordleGame.seeded) do not count as playing.
+    if len(game.guesses) <= getattr(game, "seeded", 0):
         total += LEGACY_NO_PLAY_PENALTY
     return total / LEGACY_SCALE

@@ -27,6 +27,12 @@ tool now" prompt; a 403 drops the cached bearer token and retries; an endpoint t
 budget (``ROLLOUT_BUDGET_SECONDS``) safely under the service's 600-second rollout timeout; and
 guesses the model wrote as text instead of a tool call are recovered with a small penalty.
 
+**A curriculum** may add ``"prior_guesses": ["CRANE", ...]`` to the task: the game plays those
+words for the policy before its first turn (``WordleGame(answer, prior_guesses=...)`` says how the
+game and the reward treat them) and the instruction gets their feedback lines and the knowledge
+summary, under ``game.PRIOR_GUESSES_HEADER``. Words that cannot seed a game (not a list, not
+dictionary words, repeated, the answer itself, more than five) make the task malformed.
+
 The policy model is built by a swappable factory (``use_model_factory``), so the course toolkit
 can run this same handler in-process with a Strands custom model.
 """
@@ -58,7 +64,7 @@ from strands.tools.executors import SequentialToolExecutor
 from strands.types.tools import ToolContext
 
 from wordle_agent.auth import TOKENS, default_region
-from wordle_agent.game import MAX_TOOL_CALLS, WordleGame
+from wordle_agent.game import MAX_TOOL_CALLS, WordleGame, check_prior_guesses
 from wordle_agent.recovery import extract_guesses
 from wordle_agent.reward import NO_PLAY_REWARD
 
@@ -95,6 +101,8 @@ POLICY_HTTP_RETRIES = 2
 
 # A task string is a small JSON object (~100 characters); anything this long is not a task.
 MAX_TASK_CHARS = 20_000
+# Optional curriculum field of a task: words played for the policy before its first turn.
+PRIOR_GUESSES_KEY = "prior_guesses"
 MAX_INSTRUCTION_CHARS = 10_000
 WORD_LENGTH = 5
 # Metadata values end up in HTTP headers and URLs: printable ASCII, no spaces, bounded length.
@@ -158,6 +166,11 @@ class TaskError(ValueError):
 
 
 def _decode_task(raw: object) -> tuple[str, str, str]:
+    instruction, answer, task_id, _ = _decode_task_with_priors(raw)
+    return instruction, answer, task_id
+
+
+def _decode_task_with_priors(raw: object) -> tuple[str, str, str, list[str]]:
     if not isinstance(raw, str):
         raise TaskError(f"the task must be a JSON string, got {type(raw).__name__}")
     if len(raw) > MAX_TASK_CHARS:
@@ -193,7 +206,11 @@ def _decode_task(raw: object) -> tuple[str, str, str]:
         )
     task_id = task.get("id")
     shown_id = task_id[:80] if isinstance(task_id, str) else "-"
-    return instruction, answer.upper(), shown_id
+    try:
+        priors = check_prior_guesses(task.get(PRIOR_GUESSES_KEY) or [], answer.upper())
+    except ValueError as error:
+        raise TaskError(f"the task's '{PRIOR_GUESSES_KEY}' cannot seed the game: {error}") from None
+    return instruction, answer.upper(), shown_id, priors
 
 
 def parse_task(raw: str) -> tuple[str, str]:
@@ -206,6 +223,16 @@ def parse_task(raw: str) -> tuple[str, str]:
     """
     instruction, answer, _ = _decode_task(raw)
     return instruction, answer
+
+
+def parse_prior_guesses(raw: str) -> list[str]:
+    """The task's optional `prior_guesses` (uppercase), validated as `parse_task` validates the rest.
+
+    A curriculum field: words played for the policy before its first turn (see
+    `wordle_agent.game.WordleGame` for how the game and reward treat them). Raises ``TaskError``
+    if the task is invalid or the words cannot seed the game.
+    """
+    return _decode_task_with_priors(raw)[3]
 
 
 def _describe(value: object) -> str:
@@ -661,7 +688,7 @@ def _play_rollout(payload: dict[str, Any], started: float) -> float:
     deadline = started + settings.budget_seconds
 
     try:
-        instruction, answer, task_id = _decode_task(payload.get("prompt"))
+        instruction, answer, task_id, priors = _decode_task_with_priors(payload.get("prompt"))
     except TaskError as error:
         logger.error(
             "rollout %s: malformed task (%s); sending one request to the policy and returning "
@@ -673,7 +700,10 @@ def _play_rollout(payload: dict[str, Any], started: float) -> float:
         return NO_PLAY_REWARD
     logger.info("rollout %s: parsed task %s; policy endpoint %s", rollout_id, task_id, endpoint)
 
-    game = WordleGame(answer)
+    game = WordleGame(answer, prior_guesses=priors)
+    if priors:
+        # The policy reads the seeded guesses where a model would: in the instruction.
+        instruction = instruction + "\n\n" + game.prior_guesses_text()
     conversations: list[list] = []
     prompt: str | None = instruction
     history: list | None = None
@@ -716,7 +746,7 @@ def _play_rollout(payload: dict[str, Any], started: float) -> float:
             _EFFORT_REJECTED.set()
             prompt, history = None, attempt.messages
             continue
-        if not game.guesses and not nudged:
+        if not game.policy_guesses and not nudged:
             nudged = True
             # a fresh conversation, with the nudge after the instruction
             prompt, history = instruction + "\n\n" + CALL_TOOL_NOW_PROMPT, None

@@ -174,7 +174,14 @@ def completion_events(response: dict) -> list[dict[str, Any]]:
             {"contentBlockDelta": {"delta": {"toolUse": {"input": function.get("arguments") or "{}"}}}},
             {"contentBlockStop": {}},
         ]
-    events.append({"messageStop": {"stopReason": "tool_use" if calls else "end_turn"}})
+    if calls:
+        stop = "tool_use"
+    elif choice.get("finish_reason") == "length":
+        # As OpenAIModel maps it: the reply ran out of max_tokens (Strands then raises).
+        stop = "max_tokens"
+    else:
+        stop = "end_turn"
+    events.append({"messageStop": {"stopReason": stop}})
     usage = response.get("usage") or {}
     prompt, completion = int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
     events.append(

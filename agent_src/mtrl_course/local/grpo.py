@@ -12,6 +12,7 @@ One training step of the local MTRL service:
    candidate and format, the temperature, the log-probability when sampled). The stand-in is a
    softmax-linear policy, so the gradient of log pi needs no autograd:
        d log pi(candidate k) / d weights = (phi_k - E_pi[phi]) / T
+   (pi includes the fixed logit offsets of the policy's self-verification, as recorded);
        d log pi(format f) / d format logits = (onehot(f) - pi_format) / T
    plus the drift term's share: the raw-text logit also depends on the adapter weights' norm
    (`policy.format_drift_gradient`).
@@ -176,7 +177,13 @@ def _turn_gradient(vector: np.ndarray, trace: Mapping[str, Any]) -> tuple[np.nda
     logp = math.log(max(float(format_probs[fmt]), 1e-300))
 
     if fmt != NO_CALL:  # without a call the candidate never reached the game: only the format acted
-        probs = softmax(features @ (BASE_WEIGHTS + vector[:N_FEATURES]), temperature)
+        # Self-verification's offsets are part of the logits but not of the parameters: they
+        # enter the softmax as recorded (which proposals were checked is fixed per turn).
+        offsets = trace.get("offsets")
+        logits = features @ (BASE_WEIGHTS + vector[:N_FEATURES])
+        if offsets is not None:
+            logits = logits + np.asarray(offsets, dtype=float)
+        probs = softmax(logits, temperature)
         grad[:N_FEATURES] += (features[chosen] - probs @ features) / temperature
         logp += math.log(max(float(probs[chosen]), 1e-300))
     return grad, logp

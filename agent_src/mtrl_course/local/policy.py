@@ -16,25 +16,73 @@ the same conversation in the same trajectory slot always gets the same answer, w
 thread timing.
 
 How it plays one turn.
-1. Candidates: a few words it "weighs", drawn deterministically: one in `CONSISTENT_SHARE`
-   from the answers that still fit every clue, the rest information probes (half from the
-   1,000 best openers, half from the whole allowed list). Reasoning effort sets how many: see
-   `EFFORTS`.
+1. Candidates: a few words it "weighs", drawn deterministically: one in `CONSISTENT_SHARE` (at
+   least `MIN_CONSISTENT`) from the answers that still fit every clue, one in `OBSCURE_SHARE`
+   (at least one) from dictionary words outside the answer list that fit the clues too (words a
+   model knows but that are never the secret), the rest information probes (half from the 1,000
+   best openers, half from the whole allowed list). Reasoning effort
+   sets how many: see `EFFORTS`. Clues come from the tool's answers and, for a curriculum game
+   seeded with `prior_guesses`, from the instruction (`transcript.seeded_clues`).
 2. Features of each candidate (`FEATURE_NAMES`): could it still be the answer; how much of the
    remaining uncertainty its feedback would resolve (entropy over the answers still possible,
    divided by log2 of their number); how many of its letters are new; how many known-gray
    letters it uses; how many known greens it breaks; whether it repeats an earlier guess;
-   whether it is a common (answer-list) word; its chance of solving right now.
-3. Logits = features . (base weights + adapter weights); softmax at the request temperature,
-   sampled (temperature 0: argmax, first index on ties).
-4. A format head picks how the answer is written: a real tool call, the call written as raw
+   whether it is a common (answer-list) word; its chance of solving right now; two
+   interactions with the turn (fits_clues and information times the share of guesses still
+   ahead); and whether it agrees with every clue, answer-list word or not.
+3. Logits = features . (base weights + adapter weights), plus self-verification's offsets at
+   higher effort; softmax at the request temperature, sampled (temperature 0: argmax, first
+   index on ties).
+4. Greedy decoding can loop (temperature 0 only, see below): the reply is then a repetition that
+   runs to `max_tokens` and makes no call.
+5. A format head picks how the answer is written: a real tool call, the call written as raw
    text in one of the three formats the walkthrough saw (`wordle_agent.recovery`), or no call.
    Its base logits strongly favour the tool call.
 
-The base weights are a deliberately poor prior (it anchors on letters it has already seen and
-barely checks the clues): greedy, it solves well under 40% of held-out words. GRPO only trains
-the adapter (`Adapter`), the analogue of a LoRA adapter: the base never changes and the adapter
-is saved as the job's model package (a small JSON file).
+The base weights are a deliberately poor prior (it anchors on letters it has already seen, even
+known-gray ones, and barely checks the clues). GRPO only trains the adapter (`Adapter`), the
+analogue of a LoRA adapter: the base never changes and the adapter is saved as the job's model
+package (a small JSON file).
+
+Each mechanism below is an analogue of a cause the walkthrough or the literature names, built
+for its direction, never tuned to reproduce the walkthrough's figures; its numbers are the
+stand-in's own (measured in experiments/standin_lessons.py).
+
+Greedy decoding can fail (degenerate repetition). Greedy decoding of a language model can fall
+into a repetition loop (Holtzman et al., "The Curious Case of Neural Text Degeneration", 2020);
+a reasoning model that cannot settle between options keeps re-deriving them until it runs out of
+tokens, without ever calling the tool, and sampling escapes such loops. The analogue: at
+temperature 0 a turn loops with chance `Effort.loop_rate` x (indecision)^`LOOP_POWER`, where
+indecision is the entropy of the policy's own temperature-1 distribution over its proposals as a
+share of its maximum. The draw is part of the turn's seeded random stream, so the same
+conversation in the same slot loops every time (greedy is deterministic); at temperature > 0 it
+never loops. A looping reply is the reasoning followed by the same hesitation repeated up to the
+request's `max_tokens` pieces, with finish reason "length" (billed as such: the token analogue
+sees it). The agent then ends the attempt without a call: before any guess the rollout retries
+once with "call the tool now" (a new turn, so a new draw); mid-game the game simply ends
+unsolved. Training sharpens the policy and loops become rarer, but two answers that both fit
+the clues and look alike keep it undecided, so greedy validation levels off below the sampled
+solve rate: the walkthrough's "the curve is not the serving number".
+
+Reasoning effort (more for the base). Effort sets the candidates weighed, the reasoning text
+written, how many of the best proposals are checked against the clues (`Effort.verified`:
+self-verification; one that uses a known-gray letter, moves a known green or leaves out a known
+yellow loses `VERIFY_PENALTY` of logit) and how easily a greedy decode loops
+(`Effort.loop_rate`). The base's favourite proposals often break clues and the trained policy's
+rarely do, so verification helps the base far more: the analogue of "medium effort adds 46
+points to the base and 15 to the trained model". More effort still costs more tokens.
+
+Capacity to learn the wrong thing. An obscure word that fits the clues is a clean guess (no
+violation, new letters, eliminations) that can never solve: the legacy summed reward pays for
+each one (every extra clean guess adds shaping points, so slower solves score more), the tiered
+reward charges a tenth of a point for the delay. The `consistent` and `common_word` features and
+the two turn interactions let a linear policy represent "play clean non-answers first, commit
+late", so training can drift toward what each reward pays. From the base, every
+reward first teaches "solve" and the gradients agree; once the policy solves, the legacy reward's
+gradient points the other way from the tiered one's.
+
+Limited capacity. The candidate pool, the ten features and the format radius below bound what
+the adapter can reach: it cannot separate look-alike answers, which sets an honest ceiling.
 
 Format drift. A large adapter disturbs the format head, as large LoRA updates erode a model's
 tool-call formatting: once the norm of the adapter's weights passes `FORMAT_ROBUST_RADIUS`, the
@@ -73,14 +121,14 @@ from typing import Any
 import numpy as np
 
 from mtrl_course.local.jobruntime import chat_completion
-from mtrl_course.local.transcript import Clue, clues_from_texts, is_over
 from mtrl_course.feedback_arrays import encode, entropies
+from mtrl_course.local.transcript import Clue, clues_from_texts, is_over, seeded_clues
 from wordle_agent.game import Knowledge
 
 LABEL = "stand-in policy"
 # Identifies the frozen base parameters below; a model package records it, and loading a package
 # made for another base fails.
-BASE_ID = "standin-wordle-linear-v1"
+BASE_ID = "standin-wordle-linear-v2"
 PACKAGE_FORMAT = 1
 MODEL_NAME = "stand-in-policy"
 
@@ -93,14 +141,23 @@ FEATURE_NAMES = (
     "repeat",
     "common_word",
     "solve_chance",
+    # Interactions with the turn (see "Capacity to learn the wrong thing" above): the feature
+    # times the share of guesses still ahead, 1 on the first guess and 0 on the sixth.
+    "fits_early",
+    "information_early",
+    # Consistent with every clue, answer-list word or not (an obscure word that fits is a clean
+    # guess that cannot be the answer: the legacy reward's favourite way to farm shaping).
+    "consistent",
 )
 N_FEATURES = len(FEATURE_NAMES)
+TURN_FEATURES = {"fits_early": "fits_clues", "information_early": "information"}
 # The frozen base: anchored on familiar letters (new letters cost, gray ones are even mildly
-# liked), averse to information, barely interested in fitting the clues. Greedy, it solves 10%
-# to 30% of the validation words depending on the effort (measured; tests/test_policy.py keeps
-# it at most 40%). The overall scale sets how far training must move the weights: at 1x one
-# update already flips most greedy choices, at 3x the learning curve takes a few steps.
-BASE_WEIGHTS = 3.0 * np.array([0.3, -1.5, -2.0, 0.2, 0.0, -3.0, 0.5, 0.5])
+# liked), averse to information, barely interested in fitting the clues. Greedy it solves well
+# under 40% of the validation words at any effort (tests/test_policy.py). The overall scale sets
+# how far training must move the weights: at 1x one update already flips most greedy choices,
+# at 3x the learning curve takes a few steps.
+# The base has no turn-dependent habit: the interaction weights start at 0.
+BASE_WEIGHTS = 3.0 * np.array([0.3, -1.5, -2.0, 0.3, 0.0, -3.0, 0.0, 0.5, 0.0, 0.0, 0.0])
 
 FORMATS = ("tool_call", "raw_text", "no_call")
 TOOL_CALL, RAW_TEXT, NO_CALL = range(len(FORMATS))
@@ -126,27 +183,48 @@ GUESS_PARAMETER = "guess"
 
 @dataclass(frozen=True)
 class Effort:
-    """What one reasoning-effort level means: candidates weighed, candidates described in text."""
+    """What one reasoning-effort level means (see "Reasoning effort" in the module docstring).
+
+    candidates: words weighed; described: candidates written out in the reasoning text;
+    verified: top proposals checked against the clues; loop_rate: chance that a greedy decode of
+    a turn whose two best proposals tie falls into a repetition loop.
+    """
 
     candidates: int
     described: int
+    verified: int
+    loop_rate: float
 
 
 # "none" writes no reasoning at all; absent means the model's default, medium (as for gpt-oss).
 EFFORTS = {
-    "none": Effort(candidates=8, described=0),
-    "low": Effort(candidates=8, described=3),
-    "medium": Effort(candidates=16, described=6),
-    "high": Effort(candidates=32, described=32),
+    "none": Effort(candidates=8, described=0, verified=0, loop_rate=1.0),
+    "low": Effort(candidates=8, described=3, verified=0, loop_rate=0.8),
+    "medium": Effort(candidates=16, described=6, verified=4, loop_rate=0.5),
+    "high": Effort(candidates=32, described=32, verified=8, loop_rate=0.3),
 }
 DEFAULT_EFFORT = "medium"
 # Levels that describe this many candidates or fewer write one terse line instead of a list.
 TERSE_UP_TO = 3
-# One candidate in CONSISTENT_SHARE is drawn from the answers that still fit.
-CONSISTENT_SHARE = 5
+# One candidate in CONSISTENT_SHARE is drawn from the answers that still fit (at least
+# MIN_CONSISTENT of them while that many fit); one in OBSCURE_SHARE from the dictionary words
+# outside the answer list that fit the clues too (at least one while any does).
+OBSCURE_SHARE = 4
+OBSCURE_SAMPLE = 256
+CONSISTENT_SHARE = 4
+MIN_CONSISTENT = 3
+# Self-verification: a verified proposal that breaks a known clue loses this much logit.
+VERIFY_PENALTY = 6.0
+# Degenerate loops (see loop_chance); a looping reply writes until the request's max_tokens
+# (LOOP_TOKENS if it sets none).
+LOOP_POWER = 2.0
+LOOP_TOKENS = 8192
+LOOP_FINISH_REASON = "length"
 PROBE_POOL_SIZE = 1_000
 # Softmax temperatures below this count as greedy (temperature 0).
 GREEDY_BELOW = 1e-6
+# Guesses in a game minus one: the last turn's share of guesses still ahead is 0.
+MAX_TURN = 5
 
 
 def count_tokens(text: Any) -> int:
@@ -204,6 +282,36 @@ class Vocabulary:
         self.letter_sets[np.arange(len(self.allowed))[:, None], self.letters] = True
         self.opening_bits = np.array([ENTROPY.get(w, 0.0) for w in self.allowed])
         self.probe_pool = np.argsort(-self.opening_bits, kind="stable")[:PROBE_POOL_SIZE]
+        self.obscure_rows = np.flatnonzero(~self.is_answer)
+        self.letter_counts = np.zeros((len(self.allowed), 26), dtype=np.int8)
+        for i in range(5):
+            np.add.at(self.letter_counts, (np.arange(len(self.allowed)), self.letters[:, i]), 1)
+
+    def consistent(self, clues: Sequence[Clue], rows: np.ndarray) -> np.ndarray:
+        """Which of the allowed-word `rows` agree with every clue (answer-list words or not).
+
+        A word agrees with a clue when playing the clue's guess against it as the answer gives
+        the clue's marks (patterns.py's rule: greens first, then yellows while copies remain).
+        """
+        keep = np.ones(len(rows), dtype=bool)
+        if not clues or len(rows) == 0:
+            return keep
+        a = self.letters[rows]
+        index = np.arange(len(rows))
+        for word, marks in clues:
+            g = [ord(c) - 65 for c in word]
+            green = a == np.array(g)[None, :]
+            remaining = self.letter_counts[rows]  # fancy indexing: a copy
+            for i in range(5):
+                remaining[index, a[:, i]] -= green[:, i]
+            code = np.zeros(len(rows), dtype=np.int64)
+            for i in range(5):
+                left = remaining[:, g[i]]
+                yellow = ~green[:, i] & (left > 0)
+                remaining[:, g[i]] = left - yellow
+                code += (2 * green[:, i] + yellow) * 3**i
+            keep &= code == _pattern_code(marks)
+        return keep
 
 
 _VOCABULARY: Vocabulary | None = None
@@ -346,6 +454,7 @@ class Decision:
     trace: dict[str, Any]
     prompt_tokens: int
     completion_tokens: int
+    finish_reason: str | None = None
 
 
 def _rng_key(trajectory: Any, fallback_seed: int) -> list[int]:
@@ -445,6 +554,7 @@ class StandInPolicy:
             temperature=temperature,
             effort=request.get("reasoning_effort"),
             rng_key=[*_rng_key(trajectory, self.seed), int(turn)],
+            max_tokens=_max_tokens(request),
         )
         return chat_completion(
             content=decision.content,
@@ -452,6 +562,7 @@ class StandInPolicy:
             prompt_tokens=decision.prompt_tokens,
             completion_tokens=decision.completion_tokens,
             model=MODEL_NAME,
+            finish_reason=decision.finish_reason,
             policy_trace=decision.trace,
         )
 
@@ -463,6 +574,7 @@ class StandInPolicy:
         temperature: float,
         effort: Any,
         rng_key: Sequence[int],
+        max_tokens: int | None = None,
     ) -> Decision:
         """One turn from the conversation alone (see the module docstring)."""
         level = effort if effort in EFFORTS else DEFAULT_EFFORT
@@ -475,25 +587,31 @@ class StandInPolicy:
             return Decision(text, None, trace, prompt_tokens, max(1, count_tokens(text)))
 
         vocab = vocabulary()
-        clues = clues_from_texts(answers)
+        clues = [*seeded_clues(messages), *clues_from_texts(answers)]
         rng = np.random.default_rng(np.random.SeedSequence(list(rng_key)))
         possible, knowledge = self._possible(vocab, clues)
         guessed = sent | {word for word, _ in clues}
-        candidates = self._candidates(vocab, rng, possible, EFFORTS[level].candidates)
+        spec = EFFORTS[level]
+        candidates = self._candidates(vocab, rng, possible, spec.candidates, clues)
         features = self._features(vocab, candidates, clues, knowledge, possible, guessed)
 
         greedy = temperature < GREEDY_BELOW
         format_probs = None if greedy else softmax(self.format_logits, temperature)
         fmt = int(np.argmax(self.format_logits)) if greedy else _draw(format_probs, rng.random())
-        logits = features @ self.weights
+        raw_logits = features @ self.weights
+        offsets = self._verification(vocab, candidates, knowledge, raw_logits, spec.verified)
+        logits = raw_logits + offsets
         probs = None if greedy else softmax(logits, temperature)
         chosen = int(np.argmax(logits)) if greedy else _draw(probs, rng.random())
         word = vocab.allowed[int(candidates[chosen])]
+        # Drawn on every turn (greedy or not) so the rest of the stream does not depend on it.
+        loop_draw = rng.random()
 
         reasoning = self._reasoning(vocab, level, candidates, features, logits, possible, knowledge, word)
         trace = {
             "kind": "guess",
             "features": features,
+            "offsets": offsets,
             "chosen": chosen,
             "format": fmt,
             "temperature": temperature,
@@ -503,6 +621,12 @@ class StandInPolicy:
             # Log-probability of the action under the sampling parameters (PPO's "old" policy).
             "logp": None if greedy else _action_logp(probs, chosen, format_probs, fmt),
         }
+        if greedy and fmt != NO_CALL and loop_draw < loop_chance(logits, spec.loop_rate):
+            runner_up = vocab.allowed[int(candidates[_runner_up(logits)])]
+            trace.update(kind="loop", runner_up=runner_up)
+            budget = LOOP_TOKENS if max_tokens is None else max(1, int(max_tokens))
+            content = loop_text(reasoning, word, runner_up, budget)
+            return Decision(content, None, trace, prompt_tokens, budget, LOOP_FINISH_REASON)
         tool_call = None
         if fmt == TOOL_CALL:
             name, argument = tool
@@ -536,9 +660,16 @@ class StandInPolicy:
         return np.flatnonzero(mask), knowledge
 
     @staticmethod
-    def _candidates(vocab: Vocabulary, rng: np.random.Generator, possible: np.ndarray, count: int) -> np.ndarray:
-        fitting = min(len(possible), max(1, count // CONSISTENT_SHARE))
+    def _candidates(
+        vocab: Vocabulary, rng: np.random.Generator, possible: np.ndarray, count: int, clues: Sequence[Clue]
+    ) -> np.ndarray:
+        fitting = min(len(possible), max(MIN_CONSISTENT, count // CONSISTENT_SHARE))
         chosen = list(vocab.answer_rows[rng.choice(possible, size=fitting, replace=False)]) if fitting else []
+        # Obscure words that fit: the first of OBSCURE_SAMPLE random non-answer words that agree
+        # with the clues (a model recalls a few such words, it does not enumerate the dictionary).
+        sample = rng.choice(vocab.obscure_rows, size=OBSCURE_SAMPLE, replace=False)
+        fits = sample[vocab.consistent(clues, sample)]
+        chosen += list(fits[: max(1, count // OBSCURE_SHARE)])
         probes = count - len(chosen)
         chosen += list(vocab.probe_pool[rng.choice(len(vocab.probe_pool), size=probes // 2, replace=False)])
         chosen += list(rng.choice(len(vocab.allowed), size=probes - probes // 2, replace=False))
@@ -578,7 +709,26 @@ class StandInPolicy:
         features[:, 5] = [vocab.allowed[int(r)] in guessed for r in rows]
         features[:, 6] = vocab.is_answer[rows]
         features[:, 7] = fits / max(n, 1)
+        early = (MAX_TURN - min(len(clues), MAX_TURN)) / MAX_TURN
+        features[:, 8] = features[:, 0] * early
+        features[:, 9] = features[:, 1] * early
+        features[:, 10] = vocab.consistent(clues, rows)
         return features
+
+    @staticmethod
+    def _verification(
+        vocab: Vocabulary, rows: np.ndarray, knowledge: Knowledge, logits: np.ndarray, count: int
+    ) -> np.ndarray:
+        """Logit offsets of self-verification: the `count` best proposals are checked against the
+        clues and those that break one (a known gray letter, a known green moved, a known yellow
+        left out) lose VERIFY_PENALTY. Not trained: it is what the reasoning does with the text."""
+        offsets = np.zeros(len(rows))
+        if count <= 0:
+            return offsets
+        for i in np.argsort(-logits, kind="stable")[:count]:
+            if breaks_clues(vocab.allowed[int(rows[i])], knowledge):
+                offsets[i] = -VERIFY_PENALTY
+        return offsets
 
     @staticmethod
     def _reasoning(
@@ -614,6 +764,51 @@ class StandInPolicy:
             lines.append(f"{vocab.allowed[int(rows[i])]}: {fits}, information {info:.2f}, {new} new letters.")
         lines.append(f"Going with {word}.")
         return "\n".join(lines)
+
+
+def breaks_clues(word: str, knowledge: Knowledge) -> bool:
+    """Whether `word` uses a known-gray letter, moves a known green or leaves out a known yellow."""
+    if any(green is not None and word[i] != green for i, green in enumerate(knowledge.greens)):
+        return True
+    if knowledge.grays.intersection(word):
+        return True
+    return any(word.count(letter) < n for letter, n in knowledge.yellow.items())
+
+
+def _runner_up(logits: np.ndarray) -> int:
+    order = np.argsort(-logits, kind="stable")
+    return int(order[1]) if len(order) > 1 else int(order[0])
+
+
+def loop_chance(logits: np.ndarray, rate: float) -> float:
+    """Chance that a greedy decode of this turn loops: `rate` times the policy's indecision, the
+    entropy of its temperature-1 distribution over the proposals as a share of the most it could
+    be (log of their number), to the power LOOP_POWER. 0 with a single proposal."""
+    if len(logits) < 2:
+        return 0.0
+    z = np.exp(logits - logits.max())
+    p = z / z.sum()
+    entropy = float(-(p * np.log(np.maximum(p, 1e-300))).sum())
+    share = min(1.0, max(0.0, entropy / math.log(len(p))))
+    return float(rate * share**LOOP_POWER)
+
+
+def loop_text(reasoning: str, word: str, runner_up: str, budget: int) -> str:
+    """A degenerate reply: the reasoning, then the same hesitation repeated until `budget` pieces."""
+    head = reasoning.split() if reasoning else []
+    cycle = f"Wait, {runner_up} also fits. But {word} looks better. Let me check again.".split()
+    pieces = head[:budget]
+    while len(pieces) < budget:
+        pieces.extend(cycle[: budget - len(pieces)])
+    return " ".join(pieces)
+
+
+def _max_tokens(request: Mapping[str, Any]) -> int | None:
+    for key in ("max_tokens", "max_completion_tokens"):
+        value = request.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
 
 
 def _draw(probs: np.ndarray, u: float) -> int:

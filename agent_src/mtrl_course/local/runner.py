@@ -46,8 +46,13 @@ An attempt the service gives up on (its invocation failed) has its session ended
 Runtime (`end_session`), so a reward its agent reports afterwards is refused: no reward is
 recorded for a rollout the service was told failed. One reported before the failure counts.
 
-Course options (`RunnerOptions`): lane, seed, workers, fault, fault_step, reward_grace_seconds
-and adapter_dir. The toolkit installs runners with `install(service, **options)`.
+Course options (`RunnerOptions`): lane, seed, workers, fault, fault_step, reward_grace_seconds,
+adapter_dir and reward. `reward` selects what the rollouts report (fast lane only, because it
+swaps the handler as the faults do): "tiered" (default: the deployed agent's own
+`game.final_reward()`, untouched), "outcome_only" (the same tiers without the shaping term) or
+"legacy" (`wordle_agent.reward.legacy_reward`, the first, summed design). The game is played by
+the same handler either way; only the number sent with UpdateReward changes, so the reward deep
+dive can train on a subtly wrong reward without redeploying the agent. The toolkit installs runners with `install(service, **options)`.
 
 Billable tokens (the DescribeJob analogue): prefill = prompt tokens of every sampling request,
 sample = completion tokens of every sampling request (training and validation rollouts alike, and
@@ -81,6 +86,7 @@ from mtrl_course.local import fastlane, grpo, metrics
 from mtrl_course.local.jobruntime import JobRuntimeEmulator, TrajectoryRecord
 from mtrl_course.local.policy import LABEL, Adapter, StandInPolicy
 from wordle_agent import rollout
+from wordle_agent.reward import legacy_reward, outcome_reward
 
 
 LANE_FAST, LANE_FULL = "fast", "full"
@@ -90,6 +96,8 @@ FAULT_AUTH, FAULT_AGENT_ERROR, FAULT_MISSING_REWARD, FAULT_RESTART = (
 )
 FAULTS = (FAULT_AUTH, FAULT_AGENT_ERROR, FAULT_MISSING_REWARD, FAULT_RESTART)
 FAST_LANE_ONLY_FAULTS = (FAULT_AGENT_ERROR, FAULT_MISSING_REWARD)
+REWARD_TIERED, REWARD_OUTCOME_ONLY, REWARD_LEGACY = "tiered", "outcome_only", "legacy"
+REWARD_VARIANTS = (REWARD_TIERED, REWARD_OUTCOME_ONLY, REWARD_LEGACY)
 # The fast lane is CPU-bound Python: more threads only contend for the GIL.
 FAST_LANE_WORKERS = 2
 # The full lane waits on HTTP; the service's own bound (rollout_max_concurrency, 32 to 96) is
@@ -152,10 +160,15 @@ class RunnerOptions:
     fault_step: int = 1
     reward_grace_seconds: float = REWARD_GRACE_S
     adapter_dir: Path = ADAPTER_DIR
+    reward: str = REWARD_TIERED
 
     def __post_init__(self) -> None:
         if self.lane not in LANES:
             raise ValueError(f"lane {self.lane!r} is not one of {LANES}")
+        if self.reward not in REWARD_VARIANTS:
+            raise ValueError(f"reward {self.reward!r} is not one of {REWARD_VARIANTS}")
+        if self.reward != REWARD_TIERED and self.lane != LANE_FAST:
+            raise ValueError(f"reward {self.reward!r} swaps the rollout handler, which only the fast lane can do")
         if self.fault is not None and self.fault not in FAULTS:
             raise ValueError(f"fault {self.fault!r} is not one of {FAULTS}")
         if self.fault in FAST_LANE_ONLY_FAULTS and self.lane != LANE_FAST:
@@ -246,6 +259,55 @@ def _keep_result_without_reward(payload: dict) -> dict:
     return result
 
 
+def _played(game: Any) -> int:
+    """Valid guesses the policy itself made (a curriculum's seeded guesses do not count)."""
+    return len(game.guesses) - int(getattr(game, "seeded", 0))
+
+
+def outcome_only_reward(game: Any) -> float:
+    """The tiered reward without its shaping term: only what happened (solved on guess n, lost,
+    never played)."""
+    return outcome_reward(game.solved, len(game.guesses) if _played(game) > 0 else 0, 0.0)
+
+
+REWARD_FUNCTIONS: dict[str, Callable[[Any], float]] = {
+    REWARD_OUTCOME_ONLY: outcome_only_reward,
+    REWARD_LEGACY: legacy_reward,
+}
+_GAMES = threading.local()
+
+
+def _collect_game(task_id: str, game: Any) -> None:
+    games = getattr(_GAMES, "games", None)
+    if games is not None:  # only the thread that is playing a variant rollout collects
+        games.append(game)
+
+
+def reward_variant_handler(variant: str, inner: Callable[[dict], Any] = rollout.run_rollout) -> Callable[[dict], Any]:
+    """A handler that plays `inner` and reports the `variant` reward of the game it played.
+
+    The game is read through `rollout.use_game_observer` in the thread that plays it; a rollout
+    that never made a game (a malformed task) keeps the handler's own reward.
+    """
+    if variant == REWARD_TIERED:
+        return inner
+    score = REWARD_FUNCTIONS[variant]
+
+    def handler(payload: dict) -> Any:
+        _GAMES.games = []
+        try:
+            with rollout.use_game_observer(_collect_game):
+                result = inner(payload)
+            games = list(_GAMES.games)
+        finally:
+            _GAMES.games = None
+        if games and isinstance(result, dict) and "reward" in result:
+            result = {**result, "reward": float(score(games[-1]))}
+        return result
+
+    return handler
+
+
 def _agent_error_result(payload: dict) -> dict:
     rollout.run_rollout(payload)
     return {"status": "error", "error": "injected fault: the agent gave up on this rollout"}
@@ -268,6 +330,7 @@ class _JobSession:
         self.timeout_s = float(timeout_s)
         self.attempts = 1 + int(max_retries)
         self.faulted: set[str] = set()
+        self.handler = reward_variant_handler(options.reward)
         self._fault_lock = threading.Lock()
         # The rollout whose handler a fault swaps: the first of the faulted batch, chosen before
         # any thread runs, so the failing trajectory does not depend on thread timing.
@@ -363,7 +426,7 @@ class _JobSession:
                 return _agent_error_result
             if self._take_fault(FAULT_MISSING_REWARD):
                 return _keep_result_without_reward
-        return rollout.run_rollout
+        return self.handler
 
     # -- one rollout ----------------------------------------------------------------------------
     def play(self, task: RolloutTask) -> RolloutOutcome:
@@ -522,6 +585,7 @@ class _MlflowLog:
             RunTag(STANDIN_TAG, STANDIN_TAG_VALUE),
             RunTag("mtrl.offline.lane", options.lane),
             RunTag("mtrl.offline.seed", str(options.seed)),
+            RunTag("mtrl.offline.reward", options.reward),
             RunTag("mtrl.offline.base_model", str(getattr(job.config, "base_model", ""))),
         ]
         self.client.log_batch(self.run_id, params=params, tags=tags)

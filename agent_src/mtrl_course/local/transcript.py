@@ -18,6 +18,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from wordle_agent.game import PRIOR_GUESSES_HEADER
+
 WORD_LENGTH = 5
 MARK_NAMES = {"green": "G", "yellow": "Y", "gray": "X", "grey": "X"}
 ALL_GREEN = ["G"] * WORD_LENGTH
@@ -115,3 +117,42 @@ def game_over_in(messages: Any) -> bool:
 def solved_in(messages: Any) -> bool:
     """Whether any tool answer in the conversation reports a solve."""
     return any(is_solved(text) for text in tool_result_texts(messages))
+
+
+def clues_in_text(text: Any) -> list[Clue]:
+    """Every (guess, marks) feedback line in one text, in order (a text may hold several)."""
+    if not isinstance(text, str):
+        return []
+    clues = []
+    for line in text.splitlines():
+        clue = parse_clue(line)
+        if clue is not None:
+            clues.append(clue)
+    return clues
+
+
+def _message_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        return "\n".join(
+            part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def seeded_clues(messages: Any) -> list[Clue]:
+    """The clues of guesses a curriculum played before the policy's turn (`prior_guesses`).
+
+    They sit in the first user message that carries `PRIOR_GUESSES_HEADER`, after the header; an
+    instruction without the header seeds nothing, so example lines in a prompt are never read as
+    clues. Works on OpenAI-format messages (string or text-part content).
+    """
+    for message in messages if isinstance(messages, (list, tuple)) else ():
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        text = _message_text(message.get("content"))
+        head = text.find(PRIOR_GUESSES_HEADER)
+        if head >= 0:
+            return clues_in_text(text[head + len(PRIOR_GUESSES_HEADER) :])
+    return []
