@@ -155,7 +155,9 @@ def test_no_module_is_very_long(name):
     # runner (one training loop with its faults), the SCOWL word-list build, IAM (the roles,
     # their documents and the policy evaluation the checks share), the dataset and the CLI.
     exceptions = {
-        "mtrl_course.local.jobruntime": 1200, "mtrl_course.local.runner": 900,
+        "mtrl_course.local.jobruntime": 1200, "mtrl_course.local.runner": 950,
+        # The stand-in policy: one model whose mechanisms (and why each exists) are documented together.
+        "mtrl_course.local.policy": 900,
         "mtrl_course.wordlists": 850, "mtrl_course.iam": 800,
         # The dataset format (build, stream, check); most of it is the bounded, never-raising
         # reader for hostile files. The CLI is one argument parser and its commands.
