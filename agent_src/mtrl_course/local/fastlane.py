@@ -136,7 +136,7 @@ class FastLaneModel(InProcessModel):
         body.update(self.binding.sampling)
         return body
 
-    async def stream(
+    async def stream(  # type: ignore[override]  # Strands adds keyword-only options; **kwargs takes them
         self,
         messages: Any,
         tool_specs: Any = None,

@@ -100,7 +100,7 @@ def turn_metrics(prefix: str, records: Iterable[RolloutRecord]) -> dict[str, flo
 
 
 def rollout_metrics(
-    groups: Sequence[Group], advantages: Sequence[Sequence[float]], dispatched: int
+    groups: Sequence[Group], advantages: Sequence[Sequence[float] | np.ndarray], dispatched: int
 ) -> dict[str, float]:
     """One training step's `rollout/*` and `analysis/*` metrics.
 

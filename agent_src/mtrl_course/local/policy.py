@@ -544,7 +544,8 @@ class StandInPolicy:
     def complete(self, request: dict, trajectory: Any = None) -> dict:
         """Answer one chat-completion request (the emulator has filled in the temperature)."""
         messages = request.get("messages") or []
-        temperature = float(request.get("temperature") if request.get("temperature") is not None else 1.0)
+        requested = request.get("temperature")
+        temperature = float(requested) if requested is not None else 1.0
         turn = getattr(trajectory, "sample_count", None)
         if turn is None:
             turn = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
@@ -597,12 +598,12 @@ class StandInPolicy:
 
         greedy = temperature < GREEDY_BELOW
         format_probs = None if greedy else softmax(self.format_logits, temperature)
-        fmt = int(np.argmax(self.format_logits)) if greedy else _draw(format_probs, rng.random())
+        fmt = int(np.argmax(self.format_logits)) if format_probs is None else _draw(format_probs, rng.random())
         raw_logits = features @ self.weights
         offsets = self._verification(vocab, candidates, knowledge, raw_logits, spec.verified)
         logits = raw_logits + offsets
         probs = None if greedy else softmax(logits, temperature)
-        chosen = int(np.argmax(logits)) if greedy else _draw(probs, rng.random())
+        chosen = int(np.argmax(logits)) if probs is None else _draw(probs, rng.random())
         word = vocab.allowed[int(candidates[chosen])]
         # Drawn on every turn (greedy or not) so the rest of the stream does not depend on it.
         loop_draw = rng.random()
@@ -619,20 +620,20 @@ class StandInPolicy:
             "candidates": [vocab.allowed[int(c)] for c in candidates],
             "word": word,
             # Log-probability of the action under the sampling parameters (PPO's "old" policy).
-            "logp": None if greedy else _action_logp(probs, chosen, format_probs, fmt),
+            "logp": None if probs is None or format_probs is None else _action_logp(probs, chosen, format_probs, fmt),
         }
         if greedy and fmt != NO_CALL and loop_draw < loop_chance(logits, spec.loop_rate):
             runner_up = vocab.allowed[int(candidates[_runner_up(logits)])]
             trace.update(kind="loop", runner_up=runner_up)
             budget = LOOP_TOKENS if max_tokens is None else max(1, int(max_tokens))
-            content = loop_text(reasoning, word, runner_up, budget)
-            return Decision(content, None, trace, prompt_tokens, budget, LOOP_FINISH_REASON)
+            looped = loop_text(reasoning, word, runner_up, budget)
+            return Decision(looped, None, trace, prompt_tokens, budget, LOOP_FINISH_REASON)
         tool_call = None
         if fmt == TOOL_CALL:
             name, argument = tool
             arguments = json.dumps({argument: word})
             tool_call = {"id": f"call_{rng_key[-1]}_{word.lower()}", "name": name, "arguments": arguments}
-            content = reasoning or None
+            content: str | None = reasoning or None
             completion = count_tokens(content) + count_tokens(name) + count_tokens(arguments)
         else:
             if fmt == RAW_TEXT:

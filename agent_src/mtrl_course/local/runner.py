@@ -252,8 +252,15 @@ def _scalar_reward(rewards: tuple[float, ...] | None) -> float | None:
     return None if rewards is None else float(sum(rewards))
 
 
+def _reward_of(outcome: RolloutOutcome) -> float:
+    """The reward GRPO uses; every rollout has one by then (a missing reward fails the job first)."""
+    if outcome.record.reward is None:
+        raise RuntimeError(f"rollout {outcome.task} reached the update without a reward")
+    return float(outcome.record.reward)
+
+
 def _keep_result_without_reward(payload: dict) -> dict:
-    result = dict(rollout.run_rollout(payload))
+    result: dict[str, Any] = dict(rollout.run_rollout(payload))
     result.pop("reward", None)
     result["status"] = "done"
     return result
@@ -402,12 +409,17 @@ class _JobSession:
             # running in-process are judged lost.
             self.runtime.generation += 1
 
+    def _runtime(self) -> Any:
+        if self.runtime is None:
+            raise RuntimeError("the full lane needs the job's runtime, and none is registered for it")
+        return self.runtime
+
     def _restart_when_busy(self) -> None:
         # Wait (briefly) until invocations are actually in flight, so the restart cuts some off.
         deadline = time.monotonic() + FAULT_RESTART_WAIT_S
         while getattr(self.runtime, "in_flight", 1) == 0 and time.monotonic() < deadline:
             time.sleep(REWARD_POLL_S)
-        self.runtime.restart()
+        self._runtime().restart()
 
     def restarted(self) -> str | None:
         """The service's FailureReason tail if the job's runtime was restarted since it began."""
@@ -440,7 +452,8 @@ class _JobSession:
                 step=task.step, prompt_index=task.prompt_index, rollout_index=task.rollout_index, attempt=attempt,
             )
             started = time.monotonic()
-            transport_error, refusals = None, []
+            transport_error: str | None = None
+            refusals: list[str] = []
             if self.restarted() is None:
                 # After a restart nothing more is dispatched: the job fails at once.
                 transport_error, refusals = self._dispatch(task, tid, attempt)
@@ -493,7 +506,7 @@ class _JobSession:
         self._count_dispatch()
         try:
             # Pinned to the deployment the job started with: after a redeploy nothing reaches the new one.
-            self.runtime.invoke_http(json.dumps(payload).encode(), session_id, generation=self.generation)
+            self._runtime().invoke_http(json.dumps(payload).encode(), session_id, generation=self.generation)
         except ServiceError as error:
             error_message = error.message
         refused = [f"{r.status} {r.message}" for r in self.emulator.rejections(self.job.arn) if r.trajectory_id == tid]
@@ -763,7 +776,7 @@ class _Training:
         groups = _groups(outcomes)
         advantages = [
             grpo.group_advantages(
-                [o.record.reward for o in g], method=self.config.advantage_method,
+                [_reward_of(o) for o in g], method=self.config.advantage_method,
                 scale_by_std=self.config.scale_by_std, eps=self.config.advantage_eps,
             )
             for g in groups
