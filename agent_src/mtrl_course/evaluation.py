@@ -219,8 +219,9 @@ def _start_with_evaluator(resources: Any, model: str, package: str | None, *, da
         evaluator = MultiTurnRLEvaluator(model=training.MODEL_ID, **common)
     else:
         evaluator = MultiTurnRLEvaluator(model=training.attach(model), evaluate_base_model=False, **common)
-    evaluator.hyperparameters.eval_group_size = eval_group_size
-    evaluator.hyperparameters.pass_k_values = list(pass_k)
+    training.set_hyperparameters(
+        evaluator.hyperparameters, {"eval_group_size": eval_group_size, "pass_k_values": list(pass_k)}, "evaluation"
+    )
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):  # its summary shows ARNs (masked below when echoed)
         execution = evaluator.evaluate()
