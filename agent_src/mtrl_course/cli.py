@@ -223,7 +223,7 @@ def _agent_smoke(args: argparse.Namespace) -> int:
         runtime = smoke.local_runtime()
         arn = runtime.arn
     try:
-        result = smoke.invoke_smoke(arn, smoke.smoke_payload(args.account or smoke.caller_account()))
+        result = smoke.invoke_smoke(arn, smoke.smoke_payload(args.account or smoke.caller_account(), smoke.runtime_region(arn)))
     finally:
         if runtime is not None:
             runtime.close()
