@@ -74,3 +74,71 @@ def test_a_payload_for_another_region_than_the_runtime_is_refused_before_the_cal
     payload = smoke.smoke_payload(config.MOTO_ACCOUNT, "us-east-1")
     with pytest.raises(ValueError, match="eu-central-1"):
         smoke.invoke_smoke(runtime, payload)
+
+
+# --- item 8: reward reports reuse the token cache; one Region for both paths --------------------------
+
+
+class _Response:
+    status_code = 200
+    text = ""
+
+    def raise_for_status(self) -> None:
+        return None
+
+
+def test_reward_reports_sign_once_per_ttl_not_twice_per_rollout(monkeypatch):
+    import requests
+    from sagemaker.train.rft import feedback
+    from wordle_agent import auth
+
+    signed: list[str] = []
+    cache = auth.TokenCache(mint=lambda region: signed.append(region) or f"token-{len(signed)}")
+    monkeypatch.setattr(feedback, "generate_token", feedback.generate_token)  # restored after the test
+    assert auth.install_feedback_token_cache(cache)
+    sent: list[str] = []
+    assert feedback.req_lib is requests
+    monkeypatch.setattr(requests, "post", lambda url, headers, data, timeout: sent.append(headers["Authorization"]) or _Response())
+    for index in range(10):
+        metadata = {"jobArn": "arn:aws:sagemaker:eu-west-1:123456789012:job/AgentRFT/j", "rolloutId": f"r{index}",
+                    "region": "eu-west-1", "endpoint": "http://127.0.0.1:9"}
+        feedback.RolloutFeedbackClient(metadata).report_complete(1.0)
+    assert len(sent) == 20  # CompleteRollout and UpdateReward for each of 10 rollouts
+    assert signed == ["eu-west-1"] and set(sent) == {"Bearer token-1"}
+
+
+def test_installing_twice_keeps_the_sdk_signer_underneath(monkeypatch):
+    from sagemaker.train.rft import feedback
+    from wordle_agent import auth
+
+    monkeypatch.setattr(feedback, "generate_token", feedback.generate_token)
+    auth.install_feedback_token_cache(auth.TokenCache(mint=lambda region: "a"))
+    first = feedback.generate_token.__wrapped_sdk_signer__
+    auth.install_feedback_token_cache(auth.TokenCache(mint=lambda region: "b"))
+    assert feedback.generate_token.__wrapped_sdk_signer__ is first
+    assert feedback.generate_token(region="us-east-1") == "b"
+
+
+@pytest.mark.parametrize(
+    "metadata, env, expected",
+    [
+        ({"region": "eu-west-1", "jobArn": "arn:aws:sagemaker:ap-south-1:1:job/x"}, {}, "eu-west-1"),
+        ({"jobArn": "arn:aws:sagemaker:ap-south-1:123456789012:job/AgentRFT/x"}, {"AWS_REGION": "us-west-2"}, "ap-south-1"),
+        ({}, {"AWS_REGION": "us-west-2"}, "us-west-2"),
+        ({}, {}, "us-east-1"),
+    ],
+)
+def test_model_signing_and_reward_reports_resolve_the_same_region(monkeypatch, metadata, env, expected):
+    from sagemaker.train.rft import feedback
+    from wordle_agent import auth, rollout
+
+    for name in auth.REGION_ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    payload = rollout.sanitize_payload({"prompt": "x", "metadata": {**metadata, "rolloutId": "r1"}})
+    reporter = feedback.RolloutFeedbackClient(payload["metadata"])
+    assert auth.rollout_region(payload["metadata"]) == expected
+    assert reporter._region == expected  # what the SDK signs its reward reports for
+    with auth.use_rollout_region(auth.rollout_region(payload["metadata"])):
+        assert auth.current_region() == expected  # what the model factory signs for

@@ -16,11 +16,13 @@ the caller drop it on a 403 so that the next request is signed again.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -51,6 +53,47 @@ def default_region() -> str:
         if value:
             return value
     return DEFAULT_REGION
+
+
+def region_of_job_arn(job_arn: object) -> str | None:
+    """The Region field of a SageMaker job ARN (``arn:aws:sagemaker:<region>:...``), else None."""
+    parts = job_arn.split(":") if isinstance(job_arn, str) else []
+    if len(parts) > 5 and parts[0] == "arn" and parts[2] == "sagemaker" and parts[3]:
+        return parts[3]
+    return None
+
+
+def rollout_region(metadata: Mapping[str, Any] | None = None) -> str:
+    """The one Region a rollout signs tokens for and reports rewards to.
+
+    ``metadata.region``, then the Region of ``metadata.jobArn`` (the job's own Region), then
+    ``default_region()``. The SDK's feedback client falls back on its own (``$AWS_REGION``, then
+    us-west-2) where the model path fell back on ours (us-east-1): ``main.py`` therefore writes
+    this Region into the metadata the SDK reads, so both paths always agree.
+    """
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    region = metadata.get("region")
+    if isinstance(region, str) and region:
+        return region
+    return region_of_job_arn(metadata.get("jobArn") or metadata.get("job_arn")) or default_region()
+
+
+_ROLLOUT_REGION: contextvars.ContextVar[str | None] = contextvars.ContextVar("wordle_rollout_region", default=None)
+
+
+@contextlib.contextmanager
+def use_rollout_region(region: str) -> Iterator[None]:
+    """Within the block, ``current_region()`` is ``region`` (per thread and asyncio task)."""
+    token = _ROLLOUT_REGION.set(region)
+    try:
+        yield
+    finally:
+        _ROLLOUT_REGION.reset(token)
+
+
+def current_region() -> str:
+    """The running rollout's Region (``use_rollout_region``), else ``default_region()``."""
+    return _ROLLOUT_REGION.get() or default_region()
 
 
 class TokenCache:
@@ -182,3 +225,39 @@ class TokenCache:
 
 
 TOKENS = TokenCache()
+
+
+# --- the SDK's reward reports ---------------------------------------------------------------------------
+
+
+def install_feedback_token_cache(cache: TokenCache | None = None) -> bool:
+    """Make the SDK's ``RolloutFeedbackClient`` take its bearer tokens from ``cache`` (default TOKENS).
+
+    sagemaker-train 1.27's feedback client calls ``generate_token(region=...)`` for every
+    CompleteRollout and UpdateReward with no credentials provider, so each reward report
+    resolves credentials through a fresh botocore session and signs again: two signatures per
+    rollout, the starvation the walkthrough hit on the model path. Its API takes no token or
+    session, and ``@sagemaker_rft_handler`` builds the client itself, so the one seam is the
+    module-level name the client looks up at call time. Calls that pass their own provider or
+    expiry still go to the SDK's signer. Returns False (and changes nothing) if the SDK no
+    longer signs that way, so an upgrade cannot silently break reward reporting.
+    """
+    from sagemaker.train.rft import feedback
+
+    bearer_post = getattr(getattr(feedback, "RolloutFeedbackClient", None), "_bearer_post", None)
+    code = getattr(bearer_post, "__code__", None)
+    if code is None or "generate_token" not in code.co_names or not hasattr(feedback, "generate_token"):
+        logger.warning("sagemaker.train.rft.feedback no longer signs through generate_token; reward reports sign on their own")
+        return False
+    current = feedback.generate_token
+    original = getattr(current, "__wrapped_sdk_signer__", current)
+    tokens = cache or TOKENS
+
+    def cached_generate_token(region: str | None = None, aws_credentials_provider: Any = None, **kwargs: Any) -> str:
+        if aws_credentials_provider is not None or kwargs:
+            return original(region=region, aws_credentials_provider=aws_credentials_provider, **kwargs)
+        return tokens.get(region or current_region())
+
+    cached_generate_token.__wrapped_sdk_signer__ = original  # type: ignore[attr-defined]
+    feedback.generate_token = cached_generate_token
+    return True

@@ -17,6 +17,7 @@ from typing import Any
 from bedrock_agentcore import BedrockAgentCoreApp
 from sagemaker.train.rft import sagemaker_rft_handler
 
+from wordle_agent.auth import install_feedback_token_cache
 from wordle_agent.reward import NO_PLAY_REWARD
 from wordle_agent.rollout import run_rollout, sanitize_payload
 
@@ -35,6 +36,10 @@ for _name in NOISY_LOGGERS:
 logger = logging.getLogger(__name__)
 
 app = BedrockAgentCoreApp()
+
+# Reward reports (CompleteRollout, UpdateReward) sign with the same process-wide token cache as
+# the policy requests, instead of a fresh session and signature per report (see auth.py).
+install_feedback_token_cache()
 
 
 def _guarded(handler: Callable[[Any], Any]) -> Callable[[Any], Any]:
