@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtrl_course import config, deploy, iam, naming, storage
+from mtrl_course import config, deploy, iam, lab, naming, storage
 
 MLFLOW_APP_KIND = "mlflow"
 MLFLOW_ARTIFACTS_DIR = "mlflow"
@@ -335,6 +335,17 @@ def _session(session: Any | None) -> Any:
     return aws.session()
 
 
+def _own_role_exists(session: Any) -> bool:
+    return iam.role_exists(naming.resource_name(iam.JOB_ROLE_KIND), session=session)
+
+
+def _own_datasets_exist(session: Any, bucket: str) -> bool:
+    if not storage.bucket_exists(bucket, session):
+        return False
+    uris = storage.dataset_uris(session, bucket=bucket)
+    return all(storage.prefix_exists(*storage.parse_s3_uri(uri), session) for uri in (uris["training"], uris["validation"]))
+
+
 def _discover_live(session: Any | None) -> CourseResources:
     from mtrl_course import smoke
 
@@ -342,8 +353,14 @@ def _discover_live(session: Any | None) -> CourseResources:
     region = session.region_name
     account = session.client("sts").get_caller_identity()["Account"]
     missing: list[str] = []
+    # A lab: what the learner's own run lacks comes from the instructor's run (lab.attach).
+    attachment = lab.attached()
+    if attachment is not None and attachment.region != region:
+        attachment = None
 
     role_arn = os.environ.get(JOB_ROLE_ENV, "").strip()
+    if not role_arn and attachment is not None and not _own_role_exists(session):
+        role_arn = attachment.job_role_arn
     if not role_arn:
         name = naming.resource_name(iam.JOB_ROLE_KIND)
         try:
@@ -355,7 +372,11 @@ def _discover_live(session: Any | None) -> CourseResources:
 
     bucket = storage.bucket_name(session)
     train_uri = validation_uri = ""
-    if not storage.bucket_exists(bucket, session):
+    output_uri = ""
+    if attachment is not None and not os.environ.get(storage.BUCKET_ENV_VAR, "").strip() and not _own_datasets_exist(session, bucket):
+        bucket, train_uri, validation_uri = attachment.bucket, attachment.train_s3_uri, attachment.validation_s3_uri
+        output_uri = attachment.output_s3_uri
+    elif not storage.bucket_exists(bucket, session):
         missing.append(f"the S3 bucket {naming.mask_account(bucket)} with the datasets (notebook 04 creates it; or set {storage.BUCKET_ENV_VAR})")
     else:
         uris = storage.dataset_uris(session, bucket=bucket)
@@ -370,9 +391,11 @@ def _discover_live(session: Any | None) -> CourseResources:
         try:
             runtime_arn = smoke.find_runtime_arn(session)
         except LookupError:
+            runtime_arn = attachment.runtime_arn if attachment is not None else ""
+        if not runtime_arn:
             missing.append(f"the AgentCore runtime {deploy.deployed_runtime_name()} (notebook 02 deploys it; or set {RUNTIME_ENV})")
 
-    mlflow_arn = find_mlflow_app(session) or ""
+    mlflow_arn = find_mlflow_app(session) or (attachment.mlflow_app_arn if attachment is not None else "")
     if not mlflow_arn:
         missing.append(
             f"the MLflow app {mlflow_app_name()} (notebook 05 creates it with resources.ensure_mlflow_app(confirm_spend=True); "
@@ -381,10 +404,11 @@ def _discover_live(session: Any | None) -> CourseResources:
     if missing:
         raise LookupError(
             f"live mode ({naming.mask_account(account)}, {region}): these course resources are missing:\n  - " + "\n  - ".join(missing)
+            + "\nIn a lab, `mtrl lab attach <your instructor's run id>` (or lab.attach(...)) fills them in from the instructor's run."
         )
     resources = CourseResources(
         mode=config.MODE.value, region=region, account=account, job_role_arn=role_arn, bucket=bucket,
-        train_s3_uri=train_uri, validation_s3_uri=validation_uri, output_s3_uri=storage.output_uri(session, bucket=bucket),
+        train_s3_uri=train_uri, validation_s3_uri=validation_uri, output_s3_uri=output_uri or storage.output_uri(session, bucket=bucket),
         mlflow_app_arn=mlflow_arn, runtime_arn=runtime_arn, runtime=None,
     )
     try:

@@ -246,9 +246,18 @@ def attach(job_name: str) -> Any:
 
 
 def latest_job(status: str | None = None, *, name_contains: str | None = None) -> str | None:
-    """Name of the newest training job (optionally with this status or name part), or None."""
-    from mtrl_course import aws
+    """Name of the newest training job (optionally with this status or name part), or None.
 
+    After `lab.attach(...)`, the attached run's job when it has `status`: in a lab account the
+    newest job may be another learner's.
+    """
+    from mtrl_course import aws, lab
+
+    attachment = lab.attached() if config.is_live() and name_contains is None else None
+    if attachment is not None:
+        current = aws.session().client("sagemaker").describe_job(JobName=attachment.job_name, JobCategory=JOB_CATEGORY)
+        if status is None or current.get("JobStatus") == status:
+            return attachment.job_name
     params: dict[str, Any] = {"JobCategory": JOB_CATEGORY, "SortBy": "CreationTime", "SortOrder": "Descending", "MaxResults": 1}
     if status:
         params["StatusEquals"] = status
