@@ -149,3 +149,57 @@ def test_a_stand_in_answering_outside_the_model_fails_the_call(offline, monkeypa
     monkeypatch.setitem(backend.handlers, ("sagemaker", "ListJobs"), lambda call: {"JobSummaries": [], "Extra": 1})
     with pytest.raises(aws.StandInContractError, match="Extra"):
         offline.client("sagemaker").list_jobs(JobCategory="AgentRFT")
+
+
+# --- item 2: the evaluation pipeline runs as the job role ----------------------------------------------
+
+
+def test_the_evaluation_pipeline_runs_only_as_a_role_that_may_run_it(offline):
+    from mtrl_course.local.pipelines import _Execution, _Step
+
+    pipelines = aws.offline_backend().pipelines
+    good = iam.ensure_job_role(session=offline).arn
+    bare = _role(offline, "bare-pipeline-role")  # trusts the right principals, grants nothing
+    client = offline.client("iam")
+    untrusted = client.create_role(
+        RoleName="job-service-only", AssumeRolePolicyDocument=json.dumps(iam.trust_policy(iam.JOB_SERVICE, iam.JOB_TRUST_ACTIONS))
+    )["Role"]["Arn"]
+    job = _Step("EvaluateCustomModel", "Job", {"JobCategory": "AgentRFTEvaluation", "RoleArn": good}, [])
+    lineage = _Step("CreateEvaluationAction", "Lineage", {"Actions": [{}], "Contexts": [{}], "Associations": [{}]}, [])
+    for step in (job, lineage):
+        assert pipelines._denied(_Execution("arn", [step], role_arn=good), step, "us-east-1") is None
+        refused = pipelines._denied(_Execution("arn", [step], role_arn=bare), step, "us-east-1")
+        assert refused and refused.startswith("AccessDeniedException") and "no identity-based policy allows" in refused
+        assert "could not assume" in pipelines._denied(_Execution("arn", [step], role_arn=untrusted), step, "us-east-1")
+
+
+def test_the_local_service_rejects_the_evaluators_own_names():
+    from mtrl_course import service_spec
+    from mtrl_course.errors import ServiceError
+
+    for name in service_spec.EVALUATION_ALIASES:
+        with pytest.raises(ServiceError, match="supported hyperparameters"):
+            service_spec.resolve_hyperparameters({name: "0.5"}, service_spec.EVALUATION_SPEC, "EvaluationConfig.HyperParameters")
+
+
+def test_an_evaluator_spec_with_the_rejected_names_is_caught_before_anything_starts():
+    from mtrl_course import evaluation
+
+    class Options:
+        _specs = {"eval_group_size": {}, "sampling_temperature": {}, "top_p": {}}
+        eval_group_size = 1
+        sampling_temperature = 0.0
+        top_p = None
+
+    assert evaluation.evaluator_would_send_rejected_names(Options()) == ["sampling_temperature"]
+
+
+def test_an_unknown_hyperparameter_name_is_a_clear_value_error():
+    from mtrl_course import training
+    from sagemaker.train.common import FineTuningOptions
+
+    options = FineTuningOptions({"max_steps": {"type": "integer", "default": 50, "min": 1, "max": 1000}})
+    with pytest.raises(ValueError, match="unknown training hyperparameter 'max_step'; did you mean max_steps"):
+        training.set_hyperparameters(options, {"max_step": 5}, "training")
+    with pytest.raises(ValueError, match="max_steps=0 was refused"):
+        training.set_hyperparameters(options, {"max_steps": 0}, "training")

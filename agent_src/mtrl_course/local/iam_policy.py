@@ -54,6 +54,30 @@ def simulate_principal_policy(call: ApiCall, iam: Any) -> JSON:
     return {"EvaluationResults": results, "IsTruncated": False}
 
 
+def decision(iam: Any, principal_arn: str, action: str, resource: str, context: dict[str, list[str]] | None = None) -> str:
+    """IAM's decision for one request by `principal_arn` (its identity policies in moto)."""
+    return policy_eval.decide(_principal_policies(iam, principal_arn), action, resource, context).decision
+
+
+def trusts(iam: Any, role_arn: str, service: str) -> bool:
+    """Whether the role's trust policy lets `service` assume it (Allow statements, sts:AssumeRole)."""
+    name = role_arn.rsplit("/", 1)[-1]
+    try:
+        document = iam.get_role(RoleName=name)["Role"]["AssumeRolePolicyDocument"]
+    except Exception:
+        return False
+    if isinstance(document, str):
+        document = json.loads(unquote(document))
+    for statement in policy_eval.statements(document):
+        principal = statement.get("Principal") or {}
+        services = policy_eval.as_list(principal.get("Service")) if isinstance(principal, dict) else []
+        if statement.get("Effect") == "Allow" and service in services and policy_eval.action_matches(
+            policy_eval.as_list(statement.get("Action")), "sts:AssumeRole"
+        ):
+            return True
+    return False
+
+
 def _principal_policies(iam: Any, arn: str) -> list[JSON]:
     kind_and_name = arn.split(":", 5)[-1]
     kind, _, path_name = kind_and_name.partition("/")
