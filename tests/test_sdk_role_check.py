@@ -203,3 +203,24 @@ def test_an_unknown_hyperparameter_name_is_a_clear_value_error():
         training.set_hyperparameters(options, {"max_step": 5}, "training")
     with pytest.raises(ValueError, match="max_steps=0 was refused"):
         training.set_hyperparameters(options, {"max_steps": 0}, "training")
+
+
+# --- item 5: the MLflow app's own role ----------------------------------------------------------------
+
+
+def test_the_mlflow_app_runs_as_its_own_role_scoped_to_its_bucket(offline):
+    from mtrl_course import resources, storage
+
+    bucket = storage.bucket_name(offline)
+    offline.client("s3").create_bucket(Bucket=bucket)
+    arn = resources.ensure_mlflow_app(offline, bucket=bucket)
+    role_arn = offline.client("sagemaker").describe_mlflow_app(Arn=arn)["RoleArn"]
+    assert role_arn.endswith("/mtrl-wordle-mlflow-role-offline") and not role_arn.endswith(iam.JOB_ROLE_KIND + "-offline")
+    assert _simulate(offline, role_arn, "s3:PutObject", f"arn:aws:s3:::{bucket}/mtrl-wordle/offline/mlflow/x")["EvalDecision"] == "allowed"
+    assert _simulate(offline, role_arn, "s3:GetObject", "arn:aws:s3:::another-bucket/x")["EvalDecision"] == "implicitDeny"
+    assert _simulate(offline, role_arn, "sagemaker:CreateJob", "*")["EvalDecision"] == "implicitDeny"
+    caller = iam.caller_passrole_policy(iam.ensure_job_role(session=offline).arn, role_arn)
+    context = {"iam:PassedToService": ["sagemaker.amazonaws.com"]}
+    assert policy_eval.evaluate_policy([caller], "iam:PassRole", role_arn, context) == "allowed"
+    job_role = iam.ensure_job_role(session=offline).arn
+    assert policy_eval.evaluate_policy([caller], "iam:PassRole", job_role, context) == "implicitDeny"

@@ -12,7 +12,7 @@ step of the walkthrough:
 | training job role `mtrl-wordle-job-role-<run>` | notebook 01 | created in moto (`iam.ensure_job_role`) |
 | course bucket with the two dataset files | notebook 04 | created in moto, both files uploaded |
 | AgentCore runtime `<project>_<runtime>` | notebook 02 (`agentcore deploy`) | the real agent app on loopback (`smoke.local_runtime`) |
-| MLflow app `mtrl-wordle-mlflow-<run>` | notebook 05 (`ensure_mlflow_app`) | a local sqlite store behind a CreateMlflowApp |
+| MLflow app `mtrl-wordle-mlflow-<run>` (its own role `mtrl-wordle-mlflow-role-<run>`) | notebook 05 (`ensure_mlflow_app`) | a local sqlite store behind a CreateMlflowApp |
 | the job's output location | under the course prefix of the bucket | the same, in moto |
 
 Live, `prepare()` only looks things up and fails with one message listing everything missing and
@@ -166,7 +166,7 @@ def _prepare_offline(session: Any | None, effort: str, notebook: str) -> CourseR
         role = iam.ensure_job_role(session=session, notebook=notebook)
         uploaded = storage.upload_dataset(session=session, notebook=notebook)
         bucket = uploaded[0].bucket
-        mlflow_arn = ensure_mlflow_app(session, bucket=bucket, role_arn=role.arn, notebook=notebook)
+        mlflow_arn = ensure_mlflow_app(session, bucket=bucket, notebook=notebook)
         runtime = smoke.local_runtime(start=False)  # also serves and attaches the Job Runtime emulator
         runtime.env[REASONING_EFFORT_ENV] = effort
         runtime.start()
@@ -222,7 +222,7 @@ def ensure_mlflow_app(session: Any | None = None, *, bucket: str | None = None, 
 
     An MLflow app bills for as long as it exists, so live it is only created with
     `confirm_spend=True` (notebook 08 deletes it). Its artifacts go under the course prefix of the
-    bucket; it runs as the training job role.
+    bucket; it runs as its own role (`iam.ensure_mlflow_role`: that bucket only), not the job role.
     """
     session = _session(session)
     found = find_mlflow_app(session)
@@ -235,7 +235,7 @@ def ensure_mlflow_app(session: Any | None = None, *, bucket: str | None = None, 
             f"{MLFLOW_APP_ENV} to use one you have, and delete it in notebook 08."
         )
     bucket = bucket or storage.bucket_name(session)
-    role_arn = role_arn or iam.ensure_job_role(session=session, notebook=notebook).arn
+    role_arn = role_arn or iam.ensure_mlflow_role(bucket, session=session, notebook=notebook).arn
     sagemaker = session.client("sagemaker")
     arn = sagemaker.create_mlflow_app(
         Name=mlflow_app_name(),
