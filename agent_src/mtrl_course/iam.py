@@ -95,8 +95,6 @@ JOB_ROLE_INLINE_POLICY = "mtrl-sdk-check-and-eval-pipeline"
 JOB_ROLE_KIND = "job-role"
 RUNTIME_ROLE_KIND = "runtime-role"
 WRONG_PRINCIPAL_KIND = "wrong-principal"
-MLFLOW_ROLE_KIND = "mlflow-role"
-MLFLOW_ROLE_POLICY = "mtrl-mlflow-artifacts"
 # Guess: SageMaker assumes an MLflow app's role as the generic principal (the CLI reference
 # documents only --role-arn); docs/LIVE_CHECKLIST.md says how a first live run confirms it.
 MLFLOW_SERVICE = GENERIC_SAGEMAKER_SERVICE
@@ -420,53 +418,6 @@ def _ensure_role(session: Any, purpose: str, name: str, service: str, actions: S
     if policy_arn not in _attached(iam, name):
         iam.attach_role_policy(RoleName=name, PolicyArn=policy_arn)
     return _describe(iam, purpose, name, service, actions, policy_name, created=created, notes=notes)
-
-
-def mlflow_role_policy(bucket: str) -> dict[str, Any]:
-    """The MLflow app's role: read and write its artifact store in the course bucket, nothing else."""
-    if not bucket or "/" in bucket:
-        raise ValueError(f"bucket must be an S3 bucket name, got {bucket!r}")
-    return {
-        "Version": POLICY_VERSION,
-        "Statement": [
-            {"Sid": "ArtifactObjects", "Effect": "Allow", "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
-             "Resource": f"arn:aws:s3:::{bucket}/*"},
-            {"Sid": "ArtifactBucket", "Effect": "Allow", "Action": ["s3:ListBucket", "s3:GetBucketLocation"],
-             "Resource": f"arn:aws:s3:::{bucket}"},
-        ],
-    }
-
-
-def ensure_mlflow_role(bucket: str, name: str | None = None, *, session: Any | None = None,
-                       notebook: str = DEFAULT_NOTEBOOK) -> RoleReport:
-    """Create (or reuse and repair) the MLflow app's own role; returns its report.
-
-    Not the job role: CreateMlflowApp hands its role to SageMaker (the generic principal), which
-    the caller policy's PassRole condition (job.sagemaker.amazonaws.com only) rightly refuses for
-    the job role, and the app needs only its artifact store, not the job's data, models and
-    runtime. Trust: sagemaker.amazonaws.com (sts:AssumeRole). Policy: `mlflow_role_policy(bucket)`.
-    """
-    session = _session(session)
-    iam_client = session.client("iam")
-    name = name or resource_name(MLFLOW_ROLE_KIND)
-    wanted_trust = trust_policy(MLFLOW_SERVICE, RUNTIME_TRUST_ACTIONS)
-    role = _read_role(iam_client, name)
-    created = False
-    notes: list[str] = []
-    if role is None:
-        iam_client.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(wanted_trust),
-                               Description="MLflow app role for the multi-turn RL Wordle course", Tags=course_tags(notebook))
-        created = True
-    elif trust_problems(_trust_document(role), MLFLOW_SERVICE, RUNTIME_TRUST_ACTIONS):
-        iam_client.update_assume_role_policy(RoleName=name, PolicyDocument=json.dumps(wanted_trust))
-        notes.append(f"trust policy replaced: it did not let {MLFLOW_SERVICE} assume the role")
-    iam_client.put_role_policy(RoleName=name, PolicyName=MLFLOW_ROLE_POLICY, PolicyDocument=json.dumps(mlflow_role_policy(bucket)))
-    role = _read_role(iam_client, name) or {}
-    return RoleReport(
-        "MLflow app role", name, role.get("Arn"), bool(role), (MLFLOW_SERVICE,), RUNTIME_TRUST_ACTIONS,
-        (f"inline: {MLFLOW_ROLE_POLICY}",), created, tuple(trust_problems(_trust_document(role), MLFLOW_SERVICE, RUNTIME_TRUST_ACTIONS)) if role else (),
-        tuple(notes),
-    )
 
 
 def ensure_job_role(name: str | None = None, *, session: Any | None = None, notebook: str = DEFAULT_NOTEBOOK) -> RoleReport:

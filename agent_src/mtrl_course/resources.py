@@ -35,6 +35,7 @@ process, the fast lane's in-process rollouts read the same variable and stay con
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -45,6 +46,8 @@ from typing import Any
 from mtrl_course import config, deploy, iam, lab, naming, storage
 
 MLFLOW_APP_KIND = "mlflow"
+MLFLOW_ROLE_KIND = "mlflow-role"
+MLFLOW_ROLE_POLICY = "mtrl-mlflow-artifacts"
 MLFLOW_ARTIFACTS_DIR = "mlflow"
 DEFAULT_NOTEBOOK = "05"
 DEFAULT_REASONING_EFFORT = "low"
@@ -216,13 +219,60 @@ def find_mlflow_app(session: Any | None = None, name: str | None = None) -> str 
             return None
 
 
+def mlflow_role_policy(bucket: str) -> dict[str, Any]:
+    """The MLflow app's role: read and write its artifact store in the course bucket, nothing else."""
+    if not bucket or "/" in bucket:
+        raise ValueError(f"bucket must be an S3 bucket name, got {bucket!r}")
+    return {
+        "Version": iam.POLICY_VERSION,
+        "Statement": [
+            {"Sid": "ArtifactObjects", "Effect": "Allow", "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+             "Resource": f"arn:aws:s3:::{bucket}/*"},
+            {"Sid": "ArtifactBucket", "Effect": "Allow", "Action": ["s3:ListBucket", "s3:GetBucketLocation"],
+             "Resource": f"arn:aws:s3:::{bucket}"},
+        ],
+    }
+
+
+def ensure_mlflow_role(bucket: str, name: str | None = None, *, session: Any | None = None,
+                       notebook: str = DEFAULT_NOTEBOOK) -> iam.RoleReport:
+    """Create (or reuse and repair) the MLflow app's own role; returns its report.
+
+    Not the job role: CreateMlflowApp hands its role to SageMaker (the generic principal), which
+    the caller policy's PassRole condition (job.sagemaker.amazonaws.com only) rightly refuses for
+    the job role, and the app needs only its artifact store, not the job's data, models and
+    runtime. Trust: sagemaker.amazonaws.com (sts:AssumeRole). Policy: `mlflow_role_policy(bucket)`.
+    """
+    session = _session(session)
+    iam_client = session.client("iam")
+    name = name or naming.resource_name(MLFLOW_ROLE_KIND)
+    wanted_trust = iam.trust_policy(iam.MLFLOW_SERVICE, iam.RUNTIME_TRUST_ACTIONS)
+    role = iam._read_role(iam_client, name)
+    created = False
+    notes: list[str] = []
+    if role is None:
+        iam_client.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(wanted_trust),
+                               Description="MLflow app role for the multi-turn RL Wordle course", Tags=naming.course_tags(notebook))
+        created = True
+    elif iam.trust_problems(iam._trust_document(role), iam.MLFLOW_SERVICE, iam.RUNTIME_TRUST_ACTIONS):
+        iam_client.update_assume_role_policy(RoleName=name, PolicyDocument=json.dumps(wanted_trust))
+        notes.append(f"trust policy replaced: it did not let {iam.MLFLOW_SERVICE} assume the role")
+    iam_client.put_role_policy(RoleName=name, PolicyName=MLFLOW_ROLE_POLICY, PolicyDocument=json.dumps(mlflow_role_policy(bucket)))
+    role = iam._read_role(iam_client, name) or {}
+    return iam.RoleReport(
+        "MLflow app role", name, role.get("Arn"), bool(role), (iam.MLFLOW_SERVICE,), iam.RUNTIME_TRUST_ACTIONS,
+        (f"inline: {MLFLOW_ROLE_POLICY}",), created, tuple(iam.trust_problems(iam._trust_document(role), iam.MLFLOW_SERVICE, iam.RUNTIME_TRUST_ACTIONS)) if role else (),
+        tuple(notes),
+    )
+
+
 def ensure_mlflow_app(session: Any | None = None, *, bucket: str | None = None, role_arn: str | None = None,
                       notebook: str = DEFAULT_NOTEBOOK, confirm_spend: bool = False) -> str:
     """The course's MLflow app: found, or created (and waited for until it is usable).
 
     An MLflow app bills for as long as it exists, so live it is only created with
     `confirm_spend=True` (notebook 08 deletes it). Its artifacts go under the course prefix of the
-    bucket; it runs as its own role (`iam.ensure_mlflow_role`: that bucket only), not the job role.
+    bucket; it runs as its own role (`ensure_mlflow_role`: that bucket only), not the job role.
     """
     session = _session(session)
     found = find_mlflow_app(session)
@@ -235,7 +285,7 @@ def ensure_mlflow_app(session: Any | None = None, *, bucket: str | None = None, 
             f"{MLFLOW_APP_ENV} to use one you have, and delete it in notebook 08."
         )
     bucket = bucket or storage.bucket_name(session)
-    role_arn = role_arn or iam.ensure_mlflow_role(bucket, session=session, notebook=notebook).arn
+    role_arn = role_arn or ensure_mlflow_role(bucket, session=session, notebook=notebook).arn
     sagemaker = session.client("sagemaker")
     arn = sagemaker.create_mlflow_app(
         Name=mlflow_app_name(),
