@@ -58,8 +58,9 @@ LEARNER = textwrap.dedent("""
 
 def _run(script: str, state: str, run: str, *args: str) -> dict:
     env = {**os.environ, "MTRL_MODE": "offline", "MTRL_RUN_ID": run, "MTRL_STATE_DIR": state}
+    # Run from the state's folder: MultiTurnRLEvaluator writes its pipeline file into the CWD.
     completed = subprocess.run([sys.executable, "-c", script, state, *args], capture_output=True, text=True,
-                               timeout=TIMEOUT_S, env=env)
+                               timeout=TIMEOUT_S, env=env, cwd=os.path.dirname(state))
     lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
     assert completed.returncode == 0 and lines, completed.stderr[-4000:]
     return json.loads(lines[-1][len("RESULT "):])
@@ -68,6 +69,7 @@ def _run(script: str, state: str, run: str, *args: str) -> dict:
 @pytest.mark.slow
 def test_a_learner_attaches_to_the_instructors_run_with_only_its_id(tmp_path):
     state = str(tmp_path / "state")
+    os.makedirs(state, exist_ok=True)
     teacher = _run(INSTRUCTOR, state, INSTRUCTOR_RUN)
     assert teacher["job"].startswith(f"mtrl-wordle-train-{INSTRUCTOR_RUN}-")
     assert teacher["vias"] == ["MultiTurnRLEvaluator", "CreateJob"]  # T=0 through the SDK's pipeline
