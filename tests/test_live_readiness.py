@@ -142,3 +142,14 @@ def test_model_signing_and_reward_reports_resolve_the_same_region(monkeypatch, m
     assert reporter._region == expected  # what the SDK signs its reward reports for
     with auth.use_rollout_region(auth.rollout_region(payload["metadata"])):
         assert auth.current_region() == expected  # what the model factory signs for
+
+
+def test_the_runtime_program_installs_the_cached_signer_before_serving():
+    import ast
+
+    from wordle_agent import main
+
+    tree = ast.parse(open(main.__file__, encoding="utf-8").read())
+    program = next(node for node in tree.body if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test))
+    calls = [ast.unparse(n.func) for n in ast.walk(program) if isinstance(n, ast.Call)]
+    assert calls.index("install_feedback_token_cache") < calls.index("app.run")

@@ -37,10 +37,6 @@ logger = logging.getLogger(__name__)
 
 app = BedrockAgentCoreApp()
 
-# Reward reports (CompleteRollout, UpdateReward) sign with the same process-wide token cache as
-# the policy requests, instead of a fresh session and signature per report (see auth.py).
-install_feedback_token_cache()
-
 
 def _guarded(handler: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """Hand the SDK's rollout wrapper a sanitized payload and never let it fail the invocation.
@@ -76,6 +72,11 @@ def handle_rollout(payload: dict) -> dict:
 
 
 if __name__ == "__main__":
+    # Reward reports (CompleteRollout, UpdateReward) sign with the same process-wide token cache
+    # as the policy requests, instead of a fresh session and signature per report (see auth.py).
+    # Only in the runtime's own program: a process that merely imports the app (the course's
+    # in-process runtime, tests) keeps the SDK as it is.
+    install_feedback_token_cache()
     # Handlers on our packages only: the app's own logger already has one, and a root handler
     # would print its lines twice.
     _handler = logging.StreamHandler()
