@@ -15,7 +15,7 @@ REAL_LOOKING = "4" + "0" * 7 + "9876"
 
 @pytest.fixture
 def offline(tmp_path):
-    backend = aws.reset_offline(tmp_path / "state")
+    aws.reset_offline(tmp_path / "state")
     yield aws.session()
     aws.reset_offline(tmp_path / "state")
 
