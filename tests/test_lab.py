@@ -105,3 +105,39 @@ def test_attach_names_what_it_could_not_find(tmp_path):
             lab.evaluation_results(None) if lab.attached() is None else None
     finally:
         aws.reset_offline(tmp_path / "state")
+
+
+def test_prepare_in_live_mode_fills_what_the_learner_lacks_from_the_attachment(tmp_path, monkeypatch):
+    """resources.prepare() live, for a learner with nothing of their own: the instructor's run."""
+    from dataclasses import asdict
+
+    from mtrl_course import aws, config, lab, resources
+
+    aws.reset_offline(tmp_path / "state")
+    try:
+        session = aws.session()
+        monkeypatch.setattr(config, "STATE_DIR", tmp_path)
+        monkeypatch.setenv("MTRL_RUN_ID", LEARNER_RUN)
+        for name in (resources.JOB_ROLE_ENV, resources.RUNTIME_ENV, resources.MLFLOW_APP_ENV, "MTRL_BUCKET"):
+            monkeypatch.delenv(name, raising=False)
+        account, region = config.MOTO_ACCOUNT, session.region_name
+        attachment = lab.Attachment(
+            run_id=INSTRUCTOR_RUN, job_name=f"mtrl-wordle-train-{INSTRUCTOR_RUN}-20261201000000", job_status="Completed",
+            region=region, job_role_arn=f"arn:aws:iam::{account}:role/mtrl-wordle-job-role-{INSTRUCTOR_RUN}",
+            runtime_arn=f"arn:aws:bedrock-agentcore:{region}:{account}:runtime/WordleMTRL_WordleAgent-abcdefghij",
+            mlflow_app_arn=f"arn:aws:sagemaker:{region}:{account}:mlflow-app/app-instructor",
+            bucket="instructor-bucket", train_s3_uri="s3://instructor-bucket/t.jsonl",
+            validation_s3_uri="s3://instructor-bucket/v.jsonl", output_s3_uri="s3://instructor-bucket/out/",
+        )
+        lab.lab_file().write_text(__import__("json").dumps(asdict(attachment)), encoding="utf-8")
+        monkeypatch.setattr(config, "MODE", config.Mode.LIVE)
+        found = resources._discover_live(session)
+        assert (found.job_role_arn, found.runtime_arn, found.mlflow_app_arn) == (
+            attachment.job_role_arn, attachment.runtime_arn, attachment.mlflow_app_arn)
+        assert (found.bucket, found.train_s3_uri, found.validation_s3_uri, found.output_s3_uri) == (
+            "instructor-bucket", attachment.train_s3_uri, attachment.validation_s3_uri, attachment.output_s3_uri)
+        monkeypatch.setattr(config, "MODE", config.Mode.OFFLINE)
+        assert lab.detach() and lab.attached() is None
+    finally:
+        monkeypatch.setattr(config, "MODE", config.Mode.OFFLINE)
+        aws.reset_offline(tmp_path / "state")
