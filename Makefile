@@ -58,11 +58,11 @@ venv: $(STAMP)
 	@$(register-filter)
 
 # The course's main job: verify the data, play the reference games, train and evaluate the
-# stand-in offline, then execute notebooks 00 to 08 in fresh kernels (figures are refreshed;
+# stand-in offline, then execute the course notebooks in fresh kernels (figures are refreshed;
 # the committed notebooks are left as they are: `make notebooks` rewrites them on purpose).
 course: $(STAMP)
 	$(BIN)/mtrl course
-	$(BIN)/mtrl notebooks run 00 01 02 03 04 05 06 07 08 --no-store
+	$(BIN)/mtrl notebooks run 00 01 02 03 04 05 06 07 08 11 --no-store
 
 # Two or more workers (pytest-xdist): modules stay whole on one worker and the notebooks run in
 # order on one worker (see tests/notebooks_conftest_plugin.py).

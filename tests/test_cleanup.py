@@ -141,7 +141,7 @@ def test_only_the_course_prefix_is_deleted_from_the_learners_bucket(offline, mon
     storage.upload_dataset(session=offline)
     found = cleanup.discover(offline)
     assert list(found[cleanup.KIND]) == [cleanup.PREFIX]
-    assert found[cleanup.NAME][0] == "s3://learner-bucket/mtrl-wordle/"
+    assert found[cleanup.NAME][0] == "s3://learner-bucket/mtrl-wordle/offline/"  # this run's prefix only
     cleanup.delete(found, confirm=True, session=offline, echo=False)
     assert [o.key for o in storage.list_prefix("learner-bucket", "", offline)] == ["theirs/data.csv"]
 
@@ -185,7 +185,7 @@ class _JobsStub:
 def test_only_this_runs_running_jobs_are_stopped(monkeypatch):
     monkeypatch.delenv(naming.RUN_ID_ENV_VAR, raising=False)
     stub = _JobsStub()
-    jobs = cleanup._jobs(stub, set())
+    jobs = cleanup._jobs(stub, cleanup._Scope("offline", frozenset(), frozenset({"abc123"}), False))
     assert [r.name for r in jobs] == ["mine"]
     assert cleanup._stop_job(stub, jobs[0]).startswith("stop requested") and stub.stopped == ["mine"]
 
@@ -201,7 +201,7 @@ def test_printed_forms_mask_real_accounts():
 
 def test_the_command_lists_then_deletes_with_yes(offline, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(cleanup, "_session", lambda session: offline)
-    assert cleanup.command() == 0 and "nothing of the course's was found" in capsys.readouterr().out
+    assert cleanup.command() == 0 and "nothing of this run's was found" in capsys.readouterr().out
     iam.ensure_job_role(session=offline)
     assert cleanup.command(yes=True, dry_run=True) == 0
     assert "dry run: nothing deleted" in capsys.readouterr().out
@@ -227,3 +227,56 @@ def test_the_agentcore_stack_and_a_control_plane_runtime_are_found_and_deleted(o
     assert list(found[cleanup.KIND]) == [cleanup.STACK, cleanup.RUNTIME]
     cleanup.delete(found, confirm=True, session=offline, echo=False)
     assert cleanup.verify_empty(offline).empty
+
+
+# --- a lab account: the instructor's run and a learner's -------------------------------------------
+
+
+def _make_run(session, run: str, monkeypatch) -> None:
+    monkeypatch.setenv(naming.RUN_ID_ENV_VAR, run)
+    role = iam.ensure_job_role(session=session)
+    iam.ensure_runtime_role(session=session)
+    uploaded = storage.upload_dataset(session=session)
+    session.client("sagemaker").create_mlflow_app(
+        Name=naming.resource_name("mlflow"), ArtifactStoreUri=storage.s3_uri(uploaded[0].bucket, storage.course_prefix() + "mlflow/"),
+        RoleArn=role.arn, Tags=naming.course_tags("05"),
+    )
+
+
+def test_in_a_two_run_account_only_this_runs_resources_are_deleted(offline, tmp_path, monkeypatch):
+    _make_run(offline, "inst", monkeypatch)
+    sagemaker = offline.client("sagemaker")
+    for suffix in cleanup.PACKAGE_GROUP_SUFFIXES:  # the trainer's shared get-or-create groups
+        sagemaker.create_model_package_group(ModelPackageGroupName=MODEL + suffix)
+    sagemaker.create_pipeline(
+        PipelineName=cleanup.EVAL_PIPELINE_PREFIX, PipelineDefinition=json.dumps({"Version": "2020-12-01", "Steps": []}),
+        RoleArn=iam.ensure_job_role(session=offline).arn,
+    )
+    _make_run(offline, "lrn", monkeypatch)
+
+    found = cleanup.discover(offline)
+    names = set(found[cleanup.NAME])
+    assert {"mtrl-wordle-job-role-lrn", "mtrl-wordle-runtime-role-lrn", "mtrl-wordle-mlflow-lrn"} <= names
+    assert not any("inst" in name for name in names)
+    bucket = storage.default_bucket_name(config.MOTO_ACCOUNT, "us-east-1")
+    assert f"s3://{bucket}/mtrl-wordle/lrn/" in names and bucket not in names
+    assert not {cleanup.PIPELINE, cleanup.PACKAGE_GROUP, cleanup.POLICY} & set(found[cleanup.KIND])
+
+    left = cleanup.not_touched(offline)
+    why = dict(zip(left[cleanup.NAME], left[cleanup.WHY_COLUMN]))
+    assert "another run" in why["mtrl-wordle-job-role-inst"] and "another run" in why["mtrl-wordle-mlflow-inst"]
+    assert "other runs are here (inst)" in why[f"{MODEL}-mtrl-mpg"] and "inst" in why[cleanup.EVAL_PIPELINE_PREFIX]
+    assert "only this run's prefix" in why[bucket]
+    assert any(name.startswith(cleanup.CDK_BOOTSTRAP_STACK) for name in why)
+
+    report = cleanup.delete(found, confirm=True, session=offline, echo=False)
+    assert all(r.startswith("deleted") for r in report["result"]), report
+    assert iam.role_exists("mtrl-wordle-job-role-inst", session=offline)
+    assert not iam.role_exists("mtrl-wordle-job-role-lrn", session=offline)
+    apps = {a["Name"] for a in sagemaker.list_mlflow_apps()["Summaries"]}
+    assert "mtrl-wordle-mlflow-inst" in apps and "mtrl-wordle-mlflow-lrn" not in apps
+    assert storage.prefix_exists(bucket, "mtrl-wordle/inst/", offline)
+    assert not storage.prefix_exists(bucket, "mtrl-wordle/lrn/", offline)
+    groups = {g["ModelPackageGroupName"] for g in sagemaker.list_model_package_groups()["ModelPackageGroupSummaryList"]}
+    assert {MODEL + s for s in cleanup.PACKAGE_GROUP_SUFFIXES} <= groups
+    assert cleanup.verify_empty(offline).empty  # nothing of the learner's run is left

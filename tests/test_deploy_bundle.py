@@ -135,7 +135,9 @@ def test_dependency_manifest_is_the_agents_requirements(bundle: Path) -> None:
     requirements = deploy.read_requirements(deploy.AGENT_PACKAGE_DIR / "requirements.txt")
     dependencies = manifest["dependencies"]
     assert manifest["name"] == deploy.BUNDLE_PROJECT_NAME
-    assert dependencies[: len(requirements)] == requirements
+    # The same requirements, each pinned to the version requirements.lock tested.
+    versions = deploy.tested_versions()
+    assert dependencies[: len(requirements)] == [deploy.pin_requirement(r, versions) for r in requirements]
     # agentcore.json keeps OpenTelemetry on, so the runtime starts main.py through
     # opentelemetry-instrument, which only the distro provides.
     names = {deploy._requirement_name(r) for r in dependencies}
@@ -230,7 +232,7 @@ def test_otel_distro_only_when_instrumentation_is_on(tmp_path: Path) -> None:
         tmp_path / "out", project_file=project_file, package_dir=_fake_package(tmp_path / "src")
     )
     manifest = tomllib.loads((out / "pyproject.toml").read_text(encoding="utf-8"))
-    assert manifest["project"]["dependencies"] == ["bedrock-agentcore>=1.25"]
+    assert manifest["project"]["dependencies"] == ["bedrock-agentcore==1.25.0"]  # pinned to requirements.lock
 
 
 def test_requirement_already_listed_is_not_added_twice(tmp_path: Path) -> None:
@@ -240,7 +242,7 @@ def test_requirement_already_listed_is_not_added_twice(tmp_path: Path) -> None:
     manifest = tomllib.loads((out / "pyproject.toml").read_text(encoding="utf-8"))
     assert manifest["project"]["dependencies"] == [
         "aws_opentelemetry_distro==0.18.1",
-        "bedrock-agentcore>=1.25",
+        "bedrock-agentcore==1.25.0",
     ]
 
 

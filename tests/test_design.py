@@ -19,7 +19,7 @@ SEAM = "mtrl_course.aws"
 # What the stand-ins in local/ may use of the toolkit: the foundation, never the seam or a step.
 FOUNDATION = {
     "mtrl_course.config", "mtrl_course.errors", "mtrl_course.service_spec", "mtrl_course.naming",
-    "mtrl_course.feedback_arrays", "mtrl_course.solver", "mtrl_course.dataset",
+    "mtrl_course.feedback_arrays", "mtrl_course.solver", "mtrl_course.dataset", "mtrl_course.policy_eval",
 }
 # The seam builds the backend (local.stack) and hands it the path to moto (local.apicall).
 SEAM_MAY_USE = {"mtrl_course.local.stack", "mtrl_course.local.apicall"}

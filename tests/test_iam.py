@@ -149,7 +149,8 @@ def test_ensure_job_role_creates_tags_and_attaches_the_stand_in(offline):
     # job.sagemaker.amazonaws.com for the service; sagemaker.amazonaws.com for the SDK's pre-flight.
     assert report.trusted_services == ("job.sagemaker.amazonaws.com", "sagemaker.amazonaws.com")
     assert report.trust_actions == ("sts:AssumeRole", "sts:TagSession")
-    (policy_arn,) = report.policies
+    policy_arn, inline = report.policies
+    assert inline == f"inline: {iam.JOB_ROLE_INLINE_POLICY}"
     assert policy_arn == f"arn:aws:iam::{config.MOTO_ACCOUNT}:policy/aws-managed-stand-in/AmazonSageMakerJobFullAccess"
     assert any("offline stand-in" in note for note in report.notes)
     assert role_tags(offline, report.name) == {"course": config.COURSE_TAG, "run_id": "offline", "notebook": "01"}
@@ -170,7 +171,7 @@ def test_ensure_job_role_reuses_and_repairs_a_generic_principal_role(offline):
     assert repaired.ok and not repaired.created
     assert any("trust policy replaced" in note for note in repaired.notes)
     again = iam.ensure_job_role(name, session=offline)
-    assert again.ok and not again.created and len(again.policies) == 1
+    assert again.ok and not again.created and len(again.policies) == 2  # the managed policy and the inline one
 
 
 def test_ensure_runtime_role_offline_creates_the_stand_in(offline):

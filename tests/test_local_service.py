@@ -9,6 +9,7 @@ import threading
 import pytest
 from botocore.exceptions import ClientError
 from mtrl_course import aws, config, dataset, service_spec
+from mtrl_course import iam as course_iam
 from mtrl_course.local import hub, service
 from mtrl_course.local.runtime import LocalAgentRuntime
 
@@ -58,7 +59,11 @@ class World:
         self.mpg_arn = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:model-package-group/wordle-mpg"
 
     def make_role(self, name: str, principals, actions=("sts:AssumeRole", "sts:TagSession")) -> str:
-        return self.iam.create_role(RoleName=name, AssumeRolePolicyDocument=trust(principals, actions))["Role"]["Arn"]
+        arn = self.iam.create_role(RoleName=name, AssumeRolePolicyDocument=trust(principals, actions))["Role"]["Arn"]
+        # What the SDK's role check and the evaluation pipeline ask of the role (the course's
+        # job role carries the same), so these tests reach the trust and service checks.
+        self.iam.put_role_policy(RoleName=name, PolicyName="course-inline", PolicyDocument=json.dumps(course_iam.job_role_inline_policy(arn)))
+        return arn
 
     def put(self, uri: str, rows) -> None:
         key = uri.split("/", 3)[3]
@@ -223,7 +228,7 @@ def test_mlflow_config_in_output_data_config_is_accepted(world):
     assert finished(world, "wordle-mtrl-1").status == "Completed"
 
 
-def test_evaluation_job_accepts_documented_nested_and_sdk_names(world):
+def test_evaluation_job_accepts_documented_nested_names_and_rejects_the_sdks(world):
     world.backend.service.set_runner(service.EVALUATION, service.demo_runner)
     doc = {
         "AgentConfig": {"BedrockAgentCoreConfig": {"AgentRuntimeArn": world.runtime.arn}},
@@ -235,6 +240,10 @@ def test_evaluation_job_accepts_documented_nested_and_sdk_names(world):
             "HyperParameters": {"batch": {"eval_group_size": 4}, "sampling_temperature": "1.0", "sampling_top_p": "0.9"},
         },
     }
+    # MultiTurnRLEvaluator's own name: the public sample reports the live schema rejects it.
+    code, message = world.rejects(name="eval-0", doc=doc, category=service.EVALUATION)
+    assert code == "ValidationException" and "sampling_temperature" in message
+    doc["EvaluationConfig"]["HyperParameters"] = {"batch": {"eval_group_size": 4}, "temperature": "1.0", "sampling_top_p": "0.9"}
     world.create(name="eval-1", doc=doc, category=service.EVALUATION)
     job = finished(world, "eval-1", service.EVALUATION)
     assert (job.hyperparameters["eval_group_size"], job.hyperparameters["temperature"], job.hyperparameters["sampling_top_p"]) == (4, 1.0, 0.9)

@@ -159,21 +159,29 @@ def test_loopback_connection_is_allowed(offline):
 # --- IAM SimulatePrincipalPolicy ---------------------------------------------------------------------
 
 
-def test_simulate_principal_policy_allows_unless_explicitly_denied(boto):
+def test_simulate_principal_policy_decides_like_iam(boto):
     arn = make_role(boto)
     iam = boto.client("iam")
+    allow = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
     deny = {"Version": "2012-10-17", "Statement": [{"Effect": "Deny", "Action": "s3:Delete*", "Resource": "*"}]}
+    iam.put_role_policy(RoleName="MtrlJobRole", PolicyName="s3", PolicyDocument=json.dumps(allow))
     iam.put_role_policy(RoleName="MtrlJobRole", PolicyName="no-deletes", PolicyDocument=json.dumps(deny))
-    results = iam.simulate_principal_policy(PolicySourceArn=arn, ActionNames=["s3:GetObject", "s3:DeleteObject"])["EvaluationResults"]
-    assert {r["EvalActionName"]: r["EvalDecision"] for r in results} == {"s3:GetObject": "allowed", "s3:DeleteObject": "explicitDeny"}
+    results = iam.simulate_principal_policy(
+        PolicySourceArn=arn, ActionNames=["s3:GetObject", "s3:DeleteObject", "ecr:GetAuthorizationToken"]
+    )["EvaluationResults"]
+    decisions = {r["EvalActionName"]: r["EvalDecision"] for r in results}
+    # Nothing allows ecr:GetAuthorizationToken: IAM's implicit deny, not "allowed".
+    assert decisions == {"s3:GetObject": "allowed", "s3:DeleteObject": "explicitDeny", "ecr:GetAuthorizationToken": "implicitDeny"}
 
 
 def test_simulate_principal_policy_reads_attached_managed_policies(boto):
     arn = make_role(boto)
     iam = boto.client("iam")
     deny = {"Version": "2012-10-17", "Statement": [{"Effect": "Deny", "NotAction": "sagemaker:*", "Resource": "*"}]}
-    policy = iam.create_policy(PolicyName="only-sagemaker", PolicyDocument=json.dumps(deny))["Policy"]["Arn"]
-    iam.attach_role_policy(RoleName="MtrlJobRole", PolicyArn=policy)
+    allow = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+    for name, document in (("only-sagemaker", deny), ("everything", allow)):
+        policy = iam.create_policy(PolicyName=name, PolicyDocument=json.dumps(document))["Policy"]["Arn"]
+        iam.attach_role_policy(RoleName="MtrlJobRole", PolicyArn=policy)
     results = iam.simulate_principal_policy(PolicySourceArn=arn, ActionNames=["sagemaker:CreateJob", "s3:GetObject"])["EvaluationResults"]
     assert [r["EvalDecision"] for r in results] == ["allowed", "explicitDeny"]
 

@@ -150,7 +150,8 @@ def test_sanitize_keeps_only_well_formed_fields() -> None:
     )
     assert clean == {
         "prompt": "p",
-        "metadata": {"jobArn": JOB_ARN},
+        # The malformed Region is dropped; the job ARN's own Region is written in for the SDK.
+        "metadata": {"jobArn": JOB_ARN, "region": JOB_ARN.split(":")[3]},
         "inferenceParams": {"top_p": 0.9, "max_tokens": 256},
     }
 

@@ -255,8 +255,47 @@ def _routed_make_api_call(client: Any, operation_name: str, api_params: dict[str
     except ServiceError as err:
         error = {"Error": {"Code": err.code, "Message": err.message}, "ResponseMetadata": _metadata(err.status_code)}
         raise client.exceptions.from_code(err.code)(error, operation_name) from None
-    response.setdefault("ResponseMetadata", _metadata(response.pop("_status", 200)))
+    status = response.pop("_status", 200)
+    problems = response_problems(operation_model.output_shape, response)
+    if problems:
+        # A stand-in answering with fields the service model does not have would let the
+        # toolkit read something a live response never carries: fail here, offline, instead.
+        raise StandInContractError(f"{service}.{operation_name} stand-in response does not match botocore's model: "
+                                   + "; ".join(problems))
+    response.setdefault("ResponseMetadata", _metadata(status))
     return response
+
+
+class StandInContractError(RuntimeError):
+    """An offline stand-in answered with a response botocore's service model does not allow."""
+
+
+def response_problems(shape: Any, value: Any, path: str = "") -> list[str]:
+    """Where `value` leaves botocore's output `shape`: unknown members, missing required ones."""
+    if shape is None:
+        return [f"{path or 'response'}: the operation has no output, got {sorted(value)}"] if value else []
+    problems: list[str] = []
+    if shape.type_name == "structure":
+        if not isinstance(value, dict):
+            return [f"{path or 'response'}: expected a structure, got {type(value).__name__}"]
+        members = shape.members
+        for key, inner in value.items():
+            if key == "ResponseMetadata" and not path:
+                continue
+            if key not in members:
+                problems.append(f"{path}{key}: not a member of {shape.name}")
+            else:
+                problems += response_problems(members[key], inner, f"{path}{key}.")
+        for key in shape.required_members:
+            if key not in value:
+                problems.append(f"{path}{key}: required by {shape.name} but missing")
+    elif shape.type_name == "list" and isinstance(value, list):
+        for index, item in enumerate(value):
+            problems += response_problems(shape.member, item, f"{path}[{index}].")
+    elif shape.type_name == "map" and isinstance(value, dict):
+        for key, item in value.items():
+            problems += response_problems(shape.value, item, f"{path}{key}.")
+    return problems
 
 
 def _metadata(status: int) -> JSON:

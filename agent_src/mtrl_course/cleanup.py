@@ -1,12 +1,23 @@
-"""Step 8: find everything the course created, say what still bills, and delete it on request.
+"""Step 8: find what *this run* created, say what still bills, and delete it on request.
 
-Discovery reads the account, never notebook state: a resource counts as the course's when its
-name carries the course prefix (`mtrl-wordle`, or the AgentCore project's name for the runtime and
-its stack), when it carries the `course` tag, or when it is one of the fixed names the SageMaker
-SDK gives what it creates for the course (the trainer's two model-package groups, the evaluator's
-pipeline and its local `mtrl_eval_pipeline_input.json`). Anything else is left alone.
+Discovery reads the account, never notebook state, and is scoped to this run (`naming.run_id()`),
+because a lab account holds an instructor's run and every learner's:
+
+- a resource is this run's when it carries the `run_id` tag of this run, or its name ends in
+  this run's id (`mtrl-wordle-<kind>-<run id>`), or its S3 key is under `mtrl-wordle/<run id>/`;
+- the AgentCore runtime and its CloudFormation stack are this run's when this checkout deployed
+  them (the CLI's `agentcore/.cli/deployed-state.json`), or offline when it runs in this process;
+- what the SDK names the same for everyone in an account (the trainer's `<model>-mtrl-mpg`
+  package groups, the evaluator's one pipeline, the course bucket `mtrl-wordle-<account>-<region>`
+  as a whole, the offline stand-in policies) is this run's only when no other course run is
+  seen in the account; otherwise it is left alone.
+
+`not_touched()` lists what discovery saw and will not delete, and why: other runs' resources,
+shared resources while other runs exist, the CDK bootstrap stack (`CDKToolkit`, shared by every
+CDK app in the account and Region) and the CloudWatch log groups the runtime and the jobs write.
 
     found = discover()                  # a table: kind, name, still bills?, how it is deleted
+    not_touched()                       # what it leaves, and why
     delete(found, confirm=True)         # deletes exactly the rows given, in a safe order
     verify_empty()                      # discovers again: what is left (nothing, after a delete)
 
@@ -29,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtrl_course import config, deploy, iam, naming, storage
+from mtrl_course import config, deploy, iam, naming, run_scope, storage
 
 # --- what counts as the course's -------------------------------------------------------------------
 NAME_PREFIX = naming.NAME_PREFIX
@@ -154,16 +165,21 @@ def _is_course_runtime(name: str) -> bool:
 
 
 # ------------------------------------------------------------------------------------- discovery
-def _tagged_arns(session: Any) -> set[str]:
-    """ARNs the Resource Groups Tagging API knows with the course tag (S3, SageMaker, ...)."""
-    tagging = session.client("resourcegroupstaggingapi")
-    found: set[str] = set()
-    for page in tagging.get_paginator("get_resources").paginate(TagFilters=[{"Key": TAG_KEY, "Values": [TAG_VALUE]}]):
-        found |= {item["ResourceARN"] for item in page.get("ResourceTagMappingList", [])}
-    return found
+_tag_index = run_scope.tag_index
+_tagged_arns = run_scope.tagged_arns
+_RUN_NAMED = run_scope.RUN_NAMED
+_runs_in_bucket = run_scope.runs_in_bucket
+other_runs = run_scope.other_runs
+deployed_from_this_checkout = run_scope.deployed_from_this_checkout
+_Scope = run_scope.Scope
 
 
-def _jobs(session: Any, tagged: set[str]) -> list[Resource]:
+def _skip(resource: Resource, why: str) -> Resource:
+    resource.ref["skip"] = why
+    return resource
+
+
+def _jobs(session: Any, scope: _Scope) -> list[Resource]:
     """Jobs in progress that carry the course tag and this run's id: another learner's or the
     instructor's job (a different run id) is never stopped from here."""
     sagemaker = session.client("sagemaker")
@@ -177,7 +193,7 @@ def _jobs(session: Any, tagged: set[str]) -> list[Resource]:
                 tags = sagemaker.describe_job(JobName=summary["JobName"], JobCategory=category).get("Tags", [])
                 tag_map = {t["Key"]: t["Value"] for t in tags}
                 mine = _has_course_tag(tags) and tag_map.get(naming.TAG_RUN_ID, run) == run
-                if mine or summary["JobArn"] in tagged:
+                if mine or summary["JobArn"] in scope.tagged:
                     found.append(Resource(JOB, summary["JobName"], f"aws sagemaker stop-job --job-name {summary['JobName']} --job-category {category}",
                                           {"name": summary["JobName"], "category": category}))
             token = page.get("NextToken")
@@ -186,17 +202,20 @@ def _jobs(session: Any, tagged: set[str]) -> list[Resource]:
     return found
 
 
-def _pipelines(session: Any, tagged: set[str]) -> list[Resource]:
+def _pipelines(session: Any, scope: _Scope) -> list[Resource]:
     sagemaker = session.client("sagemaker")
     found = []
     for page in sagemaker.get_paginator("list_pipelines").paginate(PipelineNamePrefix=EVAL_PIPELINE_PREFIX):
         for summary in page.get("PipelineSummaries", []):
             name = summary["PipelineName"]
-            found.append(Resource(PIPELINE, name, f"aws sagemaker delete-pipeline --pipeline-name {name}", {"name": name}))
+            resource = Resource(PIPELINE, name, f"aws sagemaker delete-pipeline --pipeline-name {name}", {"name": name})
+            # One pipeline name for every evaluator call in the account: its running executions
+            # may be another run's evaluations.
+            found.append(resource if scope.alone else _skip(resource, scope.shared_reason()))
     return found
 
 
-def _stacks(session: Any, tagged: set[str]) -> list[Resource]:
+def _stacks(session: Any, scope: _Scope) -> list[Resource]:
     cloudformation = session.client("cloudformation")
     found = []
     for name in stack_names():
@@ -208,11 +227,16 @@ def _stacks(session: Any, tagged: set[str]) -> list[Resource]:
             raise
         if stack.get("StackStatus") in LIVE_STACK_STATES_GONE:
             continue
-        found.append(Resource(STACK, name, f"aws cloudformation delete-stack --stack-name {name}", {"name": name}))
+        resource = Resource(STACK, name, f"aws cloudformation delete-stack --stack-name {name}", {"name": name})
+        tags = {t.get("Key"): t.get("Value") for t in stack.get("Tags", [])}
+        if scope.deployed_here or scope.alone or tags.get(naming.TAG_RUN_ID) == scope.run or stack.get("StackId") in scope.tagged:
+            found.append(resource)
+        else:
+            found.append(_skip(resource, "not deployed from this checkout (another run's runtime, e.g. the instructor's)"))
     return found
 
 
-def _runtimes(session: Any, tagged: set[str]) -> list[Resource]:
+def _runtimes(session: Any, scope: _Scope) -> list[Resource]:
     control = session.client("bedrock-agentcore-control")
     local = _local_runtime_arns()
     found = []
@@ -221,10 +245,14 @@ def _runtimes(session: Any, tagged: set[str]) -> list[Resource]:
         page = control.list_agent_runtimes(**({"nextToken": token} if token else {}))
         for summary in page.get("agentRuntimes", []):
             name, arn = summary.get("agentRuntimeName", ""), summary["agentRuntimeArn"]
-            if not (_is_course_runtime(name) or arn in tagged):
+            if not (_is_course_runtime(name) or arn in scope.tagged):
                 continue
             command = f"aws bedrock-agentcore-control delete-agent-runtime --agent-runtime-id {summary['agentRuntimeId']}"
-            found.append(Resource(RUNTIME, arn, command, {"arn": arn, "id": summary["agentRuntimeId"], "local": arn in local}))
+            resource = Resource(RUNTIME, arn, command, {"arn": arn, "id": summary["agentRuntimeId"], "local": arn in local})
+            if arn in local or arn in scope.tagged or scope.deployed_here or scope.alone:
+                found.append(resource)
+            else:
+                found.append(_skip(resource, "not deployed from this checkout (another run's runtime, e.g. the instructor's)"))
         token = page.get("nextToken")
         if not token:
             break
@@ -240,85 +268,118 @@ def _local_runtime_arns() -> set[str]:
     return {runtime.arn for runtime in local.local_runtimes()}
 
 
-def _mlflow_apps(session: Any, tagged: set[str]) -> list[Resource]:
+def _mlflow_apps(session: Any, scope: _Scope) -> list[Resource]:
     sagemaker = session.client("sagemaker")
     found = []
     token = None
+    mine = naming.resource_name("mlflow", scope.run)
     while True:
         page = sagemaker.list_mlflow_apps(**({"NextToken": token} if token else {}))
         for summary in page.get("Summaries", []):
             arn, name = summary["Arn"], summary.get("Name", "")
-            if name.startswith(NAME_PREFIX) or arn in tagged or _sagemaker_tagged(sagemaker, arn):
-                found.append(Resource(MLFLOW, name or arn, f"aws sagemaker delete-mlflow-app --arn {arn}", {"arn": arn}))
+            resource = Resource(MLFLOW, name or arn, f"aws sagemaker delete-mlflow-app --arn {arn}", {"arn": arn})
+            if name == mine or arn in scope.tagged or _sagemaker_run(sagemaker, arn) == scope.run:
+                found.append(resource)
+            elif name.startswith(NAME_PREFIX) or _sagemaker_run(sagemaker, arn) is not None:
+                found.append(_skip(resource, "another run's MLflow app (its name or run_id tag is not this run's)"))
         token = page.get("NextToken")
         if not token:
             break
     return found
 
 
-def _sagemaker_tagged(sagemaker: Any, arn: str) -> bool:
+def _sagemaker_run(sagemaker: Any, arn: str) -> str | None:
+    """The run_id tag of a course-tagged SageMaker resource ("" without one), None if not the course's."""
     try:
-        return _has_course_tag(sagemaker.list_tags(ResourceArn=arn).get("Tags", []))
+        tags = sagemaker.list_tags(ResourceArn=arn).get("Tags", [])
     except Exception:  # moto cannot list tags of every resource type; the name test still applies
-        return False
+        return None
+    if not _has_course_tag(tags):
+        return None
+    return {t["Key"]: t["Value"] for t in tags}.get(naming.TAG_RUN_ID, "")
 
 
-def _buckets_and_prefixes(session: Any, tagged: set[str]) -> list[Resource]:
+def _buckets_and_prefixes(session: Any, scope: _Scope) -> list[Resource]:
     s3 = session.client("s3")
     names = [b["Name"] for b in s3.list_buckets().get("Buckets", [])]
     found = []
+    mine = storage.course_prefix(scope.run)
+    owned: set[str] = set()
     for name in names:
-        if storage.is_course_bucket(name) or f"arn:aws:s3:::{name}" in tagged:
+        if not (storage.is_course_bucket(name) or f"arn:aws:s3:::{name}" in scope.tagged):
+            continue
+        runs = _runs_in_bucket(s3, name)
+        if scope.alone and runs <= {scope.run}:
             found.append(Resource(BUCKET, name, f"aws s3 rb s3://{name} --force", {"bucket": name}))
-    # The course prefix inside buckets that are not the course's own: the learner's MTRL_BUCKET
-    # and SageMaker's default bucket (where the trainer writes without an s3_output_path).
+            owned.add(name)
+        else:
+            shared = Resource(BUCKET, name, f"aws s3 rb s3://{name} --force", {"bucket": name})
+            found.append(_skip(shared, "holds other runs' data (" + ", ".join(sorted((runs | scope.others) - {scope.run})) + "); only this run's prefix is deleted"))
+    # This run's prefix inside buckets that are not deleted whole: shared course buckets, the
+    # learner's MTRL_BUCKET and SageMaker's default bucket (where the trainer writes without an
+    # s3_output_path).
     account = session.client("sts").get_caller_identity()["Account"]
     others = {SAGEMAKER_DEFAULT_BUCKET.format(region=session.region_name or config.OFFLINE_REGION, account=account)}
+    others |= {n for n in names if storage.is_course_bucket(n)}
     try:
         others.add(storage.bucket_name(session))
     except ValueError:
         pass
-    owned = {r.ref["bucket"] for r in found}
-    prefix = storage.KEY_PREFIX + "/"
     for name in sorted(others & set(names) - owned):
-        if storage.prefix_exists(name, prefix, session):
-            uri = storage.s3_uri(name, prefix)
-            found.append(Resource(PREFIX, uri, f"aws s3 rm {uri} --recursive", {"bucket": name, "prefix": prefix}))
+        if storage.prefix_exists(name, mine, session):
+            uri = storage.s3_uri(name, mine)
+            found.append(Resource(PREFIX, uri, f"aws s3 rm {uri} --recursive", {"bucket": name, "prefix": mine}))
     return found
 
 
-def _package_groups(session: Any, tagged: set[str]) -> list[Resource]:
+def _package_groups(session: Any, scope: _Scope) -> list[Resource]:
     sagemaker = session.client("sagemaker")
     found = []
     for page in sagemaker.get_paginator("list_model_package_groups").paginate(NameContains=PACKAGE_GROUP_MARK):
         for summary in page.get("ModelPackageGroupSummaryList", []):
             name = summary["ModelPackageGroupName"]
-            if name.endswith(PACKAGE_GROUP_SUFFIXES) or name.startswith(NAME_PREFIX) or summary["ModelPackageGroupArn"] in tagged:
-                found.append(Resource(PACKAGE_GROUP, name, f"aws sagemaker delete-model-package-group --model-package-group-name {name}",
-                                      {"name": name}))
+            resource = Resource(PACKAGE_GROUP, name, f"aws sagemaker delete-model-package-group --model-package-group-name {name}",
+                                {"name": name})
+            if name.endswith(PACKAGE_GROUP_SUFFIXES):
+                # The trainer's get-or-create names: one pair per base model for the whole account.
+                found.append(resource if scope.alone else _skip(resource, scope.shared_reason()))
+            elif (name.startswith(NAME_PREFIX) and name.endswith("-" + scope.run)) or summary["ModelPackageGroupArn"] in scope.tagged:
+                found.append(resource)
     return found
 
 
-def _roles(session: Any, tagged: set[str]) -> list[Resource]:
+def _roles(session: Any, scope: _Scope) -> list[Resource]:
     iam_client = session.client("iam")
     found = []
     for page in iam_client.get_paginator("list_roles").paginate():
         for role in page.get("Roles", []):
             name = role["RoleName"]
-            if name.startswith(NAME_PREFIX + "-") or role["Arn"] in tagged:
-                found.append(Resource(ROLE, name, f"aws iam delete-role --role-name {name}", {"name": name}))
+            if not (name.startswith(NAME_PREFIX + "-") or role["Arn"] in scope.tagged):
+                continue
+            resource = Resource(ROLE, name, f"aws iam delete-role --role-name {name}", {"name": name})
+            match = _RUN_NAMED.match(name)
+            if role["Arn"] in scope.tagged or (match and match["run"] == scope.run) or (not match and scope.alone):
+                found.append(resource)
+            else:
+                found.append(_skip(resource, "another run's role (its name ends in another run id)"))
     return found
 
 
-def _policies(session: Any, tagged: set[str]) -> list[Resource]:
+def _policies(session: Any, scope: _Scope) -> list[Resource]:
     iam_client = session.client("iam")
     found = []
     for page in iam_client.get_paginator("list_policies").paginate(Scope="Local"):
         for policy in page.get("Policies", []):
             name, arn = policy["PolicyName"], policy["Arn"]
-            if name.startswith(NAME_PREFIX) or policy.get("Path") == iam.STAND_IN_POLICY_PATH or arn in tagged:
-                shown = (policy.get("Path", "/") + name).lstrip("/")
-                found.append(Resource(POLICY, shown, f"aws iam delete-policy --policy-arn {arn}", {"arn": arn}))
+            shown = (policy.get("Path", "/") + name).lstrip("/")
+            resource = Resource(POLICY, shown, f"aws iam delete-policy --policy-arn {arn}", {"arn": arn})
+            if policy.get("Path") == iam.STAND_IN_POLICY_PATH:
+                # Offline stand-ins for AWS managed policies: every run's roles attach the same one.
+                found.append(resource if scope.alone else _skip(resource, scope.shared_reason()))
+            elif arn in scope.tagged or (name.startswith(NAME_PREFIX) and name.endswith("-" + scope.run)):
+                found.append(resource)
+            elif name.startswith(NAME_PREFIX):
+                found.append(_skip(resource, "another run's policy"))
     return found
 
 
@@ -332,7 +393,7 @@ def local_files() -> list[Path]:
     return sorted(p / EVAL_PIPELINE_FILE for p in _file_places() if (p / EVAL_PIPELINE_FILE).is_file())
 
 
-def _files(session: Any, tagged: set[str]) -> list[Resource]:
+def _files(session: Any, scope: _Scope) -> list[Resource]:
     found = []
     for path in local_files():
         shown = path.relative_to(config.REPO_ROOT) if path.is_relative_to(config.REPO_ROOT) else path
@@ -340,33 +401,46 @@ def _files(session: Any, tagged: set[str]) -> list[Resource]:
     return found
 
 
-DISCOVERERS: dict[str, Callable[[Any, set[str]], list[Resource]]] = {
+DISCOVERERS: dict[str, Callable[[Any, _Scope], list[Resource]]] = {
     JOB: _jobs, PIPELINE: _pipelines, STACK: _stacks, RUNTIME: _runtimes, MLFLOW: _mlflow_apps,
     BUCKET: _buckets_and_prefixes, PACKAGE_GROUP: _package_groups, ROLE: _roles, POLICY: _policies, FILE: _files,
 }
 
 
-def discover(session: Any | None = None) -> Any:
-    """A pandas DataFrame of everything the course created, one row per resource, in deletion order.
-
-    Columns: kind, name (accounts masked), still bills?, how it is deleted (the equivalent CLI
-    step), resource (what `delete` acts on). A kind that could not be listed (no permission,
-    a service not in this Region) gets one row saying so, with no resource.
-    """
-    import pandas as pd
-
-    session = _session(session)
+def _scope(session: Any) -> _Scope:
     try:
         tagged = _tagged_arns(session)
     except Exception:  # the tag index is an extra net; names still find everything the course makes
         tagged = set()
-    rows = []
+    return _Scope(naming.run_id(), frozenset(tagged), frozenset(other_runs(session)), deployed_from_this_checkout())
+
+
+def _listings(session: Any, scope: _Scope) -> list[tuple[str, _Listing]]:
+    listings = []
     for kind, discoverer in DISCOVERERS.items():
         try:
-            listing = _Listing(discoverer(session, tagged))
+            listings.append((kind, _Listing(discoverer(session, scope))))
         except Exception as error:
-            listing = _Listing(error=f"{_error_code(error)}: {naming.mask_account(str(error))[:160]}")
+            listings.append((kind, _Listing(error=f"{_error_code(error)}: {naming.mask_account(str(error))[:160]}")))
+    return listings
+
+
+def discover(session: Any | None = None) -> Any:
+    """A pandas DataFrame of everything this run created, one row per resource, in deletion order.
+
+    Columns: kind, name (accounts masked), still bills?, how it is deleted (the equivalent CLI
+    step), resource (what `delete` acts on). A kind that could not be listed (no permission,
+    a service not in this Region) gets one row saying so, with no resource. What belongs to
+    other runs (or is shared while other runs exist) is not here: see `not_touched`.
+    """
+    import pandas as pd
+
+    session = _session(session)
+    rows = []
+    for kind, listing in _listings(session, _scope(session)):
         for resource in listing.resources:
+            if "skip" in resource.ref:
+                continue
             how = LOCAL_RUNTIME_HOW if resource.ref.get("local") else HOW[resource.kind]
             rows.append({KIND: resource.kind, NAME: naming.mask_account(resource.name), BILLS: BILLING[resource.kind],
                          HOW_COLUMN: how, RESOURCE: resource})
@@ -375,6 +449,49 @@ def discover(session: Any | None = None) -> Any:
     # Deletion order, then by name: listings come back in whatever order a service keeps.
     rows.sort(key=lambda row: (ORDER.index(row[KIND]), row[NAME]))
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+# What clean-up never deletes, even when it is the course's.
+CDK_BOOTSTRAP_STACK = "CDKToolkit"
+CDK_BOOTSTRAP_WHY = ("the CDK bootstrap stack (and its cdk-hnb659fds-* assets bucket and ECR repository): `agentcore deploy` "
+                     "needs it, and so does every other CDK app in this account and Region; it holds the uploaded code bundles "
+                     "(S3 storage billed per GB-month). Delete it by hand only if nothing else here uses CDK.")
+LOG_GROUP_PREFIXES = ("/aws/bedrock-agentcore/runtimes/", "/aws/sagemaker/Job/")
+LOG_GROUP_WHY = ("a CloudWatch log group (the runtime's or the jobs' logs, shared by every job of a category): kept for "
+                 "reading what happened; storage is billed per GB-month. aws logs delete-log-group --log-group-name <name> "
+                 "when you no longer need it.")
+WHY_COLUMN = "why it is left"
+
+
+def not_touched(session: Any | None = None) -> Any:
+    """A DataFrame (kind, name, why it is left) of what clean-up sees and will not delete.
+
+    Other runs' resources, resources every run shares while other runs exist, the CDK bootstrap
+    stack (always listed, found or not) and the runtime's and jobs' CloudWatch log groups.
+    """
+    import pandas as pd
+
+    session = _session(session)
+    rows = []
+    for _kind, listing in _listings(session, _scope(session)):
+        for resource in listing.resources:
+            if "skip" in resource.ref:
+                rows.append({KIND: resource.kind, NAME: naming.mask_account(resource.name), WHY_COLUMN: resource.ref["skip"]})
+    try:
+        session.client("cloudformation").describe_stacks(StackName=CDK_BOOTSTRAP_STACK)
+        bootstrap = CDK_BOOTSTRAP_STACK
+    except Exception:
+        bootstrap = f"{CDK_BOOTSTRAP_STACK} (not found in this Region)"
+    rows.append({KIND: STACK, NAME: bootstrap, WHY_COLUMN: CDK_BOOTSTRAP_WHY})
+    try:
+        logs = session.client("logs")
+        for prefix in LOG_GROUP_PREFIXES:
+            for page in logs.get_paginator("describe_log_groups").paginate(logGroupNamePrefix=prefix):
+                for group in page.get("logGroups", []):
+                    rows.append({KIND: "CloudWatch log group", NAME: group["logGroupName"], WHY_COLUMN: LOG_GROUP_WHY})
+    except Exception as error:
+        rows.append({KIND: "CloudWatch log group", NAME: f"{CHECK_BY_HAND} ({_error_code(error)})", WHY_COLUMN: LOG_GROUP_WHY})
+    return pd.DataFrame(rows, columns=[KIND, NAME, WHY_COLUMN])
 
 
 def as_table(frame: Any) -> Any:
@@ -600,8 +717,12 @@ def command(yes: bool = False, dry_run: bool = False) -> int:
 
     found = discover()
     with pd.option_context("display.width", 160, "display.max_colwidth", 70):
+        left_alone = not_touched()
+        print(f"run {naming.run_id()}: left alone on purpose:")
+        print(left_alone.to_string(index=False))
+        print()
         if found.empty:
-            print("nothing of the course's was found in this account and Region")
+            print("nothing of this run's was found in this account and Region")
             return 0
         print(as_table(found).to_string(index=False))
     if dry_run or not yes:

@@ -314,7 +314,7 @@ def _agent_smoke(args: argparse.Namespace) -> int:
         runtime = smoke.local_runtime()
         arn = runtime.arn
     try:
-        result = smoke.invoke_smoke(arn, smoke.smoke_payload(args.account or smoke.caller_account()))
+        result = smoke.invoke_smoke(arn, smoke.smoke_payload(args.account or smoke.caller_account(), smoke.runtime_region(arn)))
     finally:
         if runtime is not None:
             runtime.close()
@@ -567,6 +567,13 @@ def _notebooks_sync(args: argparse.Namespace) -> int:
     return executor.sync_command(check=args.check)
 
 
+# ------------------------------------------------------------------------------------------ lab
+def _lab_attach(args: argparse.Namespace) -> int:
+    from mtrl_course import lab
+
+    return lab.command(args.run_or_job)
+
+
 # -------------------------------------------------------------------------------------- cleanup
 def _cleanup(args: argparse.Namespace) -> int:
     from mtrl_course import cleanup
@@ -678,6 +685,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="delete what was found (default: list only)")
     p.add_argument("--dry-run", action="store_true", help="show what would be deleted, delete nothing")
     p.set_defaults(func=_cleanup)
+
+    lab_actions = sub.add_parser("lab", help="the lab path: use an instructor's run").add_subparsers(dest="action", required=True)
+    p = lab_actions.add_parser("attach", help="find an instructor's run by run id or job name; notebooks 06 and 07 then use it")
+    p.add_argument("run_or_job", metavar="RUN_ID_OR_JOB_NAME")
+    p.set_defaults(func=_lab_attach)
 
     nbs = sub.add_parser("notebooks", help="execute the notebooks offline, or sync their banners").add_subparsers(
         dest="action", required=True

@@ -23,8 +23,9 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 from mtrl_course.config import REPO_ROOT
@@ -37,6 +38,12 @@ TARGETS_FILE = AGENTCORE_DIR / "aws-targets.json"
 AGENT_PACKAGE = "wordle_agent"
 AGENT_PACKAGE_DIR = AGENT_SRC_DIR / AGENT_PACKAGE
 REQUIREMENTS_NAME = "requirements.txt"
+LOCK_FILE = REPO_ROOT / "requirements.lock"
+CDK_PACKAGE_FILE = AGENTCORE_DIR / "cdk" / "package.json"
+CDK_NPM_PACKAGE = "@aws/agentcore-cdk"
+# The version the CLI's own CDK project template (dist/assets/cdk/package.json of
+# @aws/agentcore 0.30.0) pins exactly; a range would let a deploy take a newer alpha.
+CLI_TESTED_CDK_VERSION = "0.1.0-alpha.53"
 
 # Without this policy on the runtime's execution role every rollout fails with AccessDenied on
 # the Job Runtime (sampling, CompleteRollout, UpdateReward). agentcore.json attaches it through
@@ -97,7 +104,7 @@ ZOD_TARBALL_INTEGRITY = (
 SCHEMA_CACHE_DIR = REPO_ROOT / ".cache" / f"agentcore-cli-{CLI_VERSION}"
 SCHEMA_RUNNER = Path(__file__).with_name("agentcore_schema_check.mjs")
 # Only the schema module (and its licence) is unpacked from the 2.6 MB CLI tarball.
-CLI_MEMBERS_KEPT = ("package/dist/schema/", "package/package.json", "package/LICENSE")
+CLI_MEMBERS_KEPT = ("package/dist/schema/", "package/package.json", "package/LICENSE", "package/dist/assets/cdk/package.json")
 SCHEMA_ENTRY = Path("dist") / "schema" / "index.js"
 CONFIG_KINDS = ("project", "targets")
 NPM_TIMEOUT_SECONDS = 180.0
@@ -154,6 +161,39 @@ def deployed_runtime_name(project_file: Path = PROJECT_FILE) -> str:
     return f"{project['name']}_{agent_runtime(project)['name']}"
 
 
+# ================================================================================= targets
+TARGET_NAME = "default"
+TARGET_DESCRIPTION = "Your account and Region; the training job must run in the same Region"
+
+
+def write_targets(account: str, region: str, targets_file: Path = TARGETS_FILE, *, name: str = TARGET_NAME) -> dict:
+    """Write `aws-targets.json` with one target for `account` in `region`; returns the target.
+
+    The file ships with the placeholder account; `agentcore deploy` would otherwise deploy to the
+    account it names (or refuse), and CreateJob rejects a runtime in another Region than the job.
+    """
+    if not re.fullmatch(r"\d{12}", str(account)):
+        raise ValueError(f"account must be a 12-digit AWS account ID, got {account!r}")
+    if not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d", str(region)):
+        raise ValueError(f"region must be an AWS Region such as us-west-2, got {region!r}")
+    target = {"name": name, "description": TARGET_DESCRIPTION, "account": str(account), "region": str(region)}
+    Path(targets_file).write_text(json.dumps([target], indent=2) + "\n", encoding="utf-8")
+    return target
+
+
+def configure_targets(session: Any | None = None, targets_file: Path = TARGETS_FILE) -> dict:
+    """Put the caller's account and the session's Region into `aws-targets.json` (live: before deploy)."""
+    if session is None:
+        from mtrl_course import aws
+
+        session = aws.session()
+    account = session.client("sts").get_caller_identity()["Account"]
+    region = session.region_name
+    if not region:
+        raise ValueError("no AWS Region is configured: set AWS_REGION (or AWS_DEFAULT_REGION) before deploying")
+    return write_targets(account, region, targets_file)
+
+
 # ================================================================================= bundle
 def _requirement_name(requirement: str) -> str:
     """The normalised distribution name of a requirement line (PEP 503)."""
@@ -180,9 +220,44 @@ def read_requirements(requirements_file: Path) -> list[str]:
     return requirements
 
 
-def bundle_requirements(requirements_file: Path, *, with_otel: bool) -> list[str]:
-    """The bundle's dependency list: the agent's requirements, plus the OTel distro when needed."""
+def tested_versions(lock_file: Path = LOCK_FILE) -> dict[str, str]:
+    """name -> version of every `name==version` line of requirements.lock (the tested set)."""
+    versions: dict[str, str] = {}
+    for raw in Path(lock_file).read_text(encoding="utf-8").splitlines():
+        line = raw.split("#", 1)[0].strip()
+        match = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==([^\s;]+)", line)
+        if match:
+            versions[_requirement_name(match.group(1))] = match.group(3)
+    return versions
+
+
+def pin_requirement(requirement: str, versions: Mapping[str, str]) -> str:
+    """`name[extras]==<tested version>` when the lock has it (the range is checked), else unchanged."""
+    from packaging.requirements import Requirement
+
+    parsed = Requirement(requirement)
+    version = versions.get(_requirement_name(parsed.name))
+    if version is None:
+        return requirement
+    if parsed.specifier and not parsed.specifier.contains(version, prereleases=True):
+        raise ValueError(f"{requirement!r} does not admit the tested version {version} (requirements.lock)")
+    extras = f"[{','.join(sorted(parsed.extras))}]" if parsed.extras else ""
+    marker = f"; {parsed.marker}" if parsed.marker else ""
+    return f"{parsed.name}{extras}=={version}{marker}"
+
+
+def bundle_requirements(requirements_file: Path, *, with_otel: bool, lock_file: Path | None = LOCK_FILE) -> list[str]:
+    """The bundle's dependency list: the agent's requirements pinned to the tested versions
+    (requirements.lock), plus the OTel distro when needed.
+
+    A deploy resolves the bundle afresh for Linux ARM64; with the ranges alone it would pick up
+    whatever was released since the course was tested. Transitive dependencies still float (the
+    lock is for this machine's platform): docs/LIVE_CHECKLIST.md says how to see what was built.
+    """
     requirements = read_requirements(requirements_file)
+    if lock_file is not None and Path(lock_file).is_file():
+        versions = tested_versions(lock_file)
+        requirements = [pin_requirement(r, versions) for r in requirements]
     otel_name = _requirement_name(OTEL_DISTRO_REQUIREMENT)
     if with_otel and otel_name not in {_requirement_name(r) for r in requirements}:
         requirements.append(OTEL_DISTRO_REQUIREMENT)

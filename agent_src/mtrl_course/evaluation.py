@@ -43,7 +43,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mtrl_course import config, naming, storage, training
+from mtrl_course import config, naming, service_spec, storage, training
 from mtrl_course import resources as course_resources
 
 # The walkthrough's serving settings: reasoning effort x temperature.
@@ -219,14 +219,36 @@ def _start_with_evaluator(resources: Any, model: str, package: str | None, *, da
         evaluator = MultiTurnRLEvaluator(model=training.MODEL_ID, **common)
     else:
         evaluator = MultiTurnRLEvaluator(model=training.attach(model), evaluate_base_model=False, **common)
-    evaluator.hyperparameters.eval_group_size = eval_group_size
-    evaluator.hyperparameters.pass_k_values = list(pass_k)
+    training.set_hyperparameters(
+        evaluator.hyperparameters, {"eval_group_size": eval_group_size, "pass_k_values": list(pass_k)}, "evaluation"
+    )
+    rejected = evaluator_would_send_rejected_names(evaluator.hyperparameters)
+    if rejected:
+        raise EvaluatorNamesRejected(
+            f"MultiTurnRLEvaluator would send {', '.join(rejected)}, names the public Wordle sample reports the "
+            "evaluation schema rejects (the base model's hub spec defines them); evaluate with via=\"create_job\""
+        )
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):  # its summary shows ARNs (masked below when echoed)
         execution = evaluator.evaluate()
     if echo:
         print(naming.mask_account(printed.getvalue().strip()))
     return _job_of_pipeline(execution.arn)
+
+
+class EvaluatorNamesRejected(ValueError):
+    """MultiTurnRLEvaluator would forward hyperparameter names the evaluation schema rejects."""
+
+
+def evaluator_would_send_rejected_names(options: Any) -> list[str]:
+    """Names MultiTurnRLEvaluator (1.27) would forward that the evaluation recipe does not use.
+
+    It forwards `sampling_temperature`, `top_p` and `max_tokens` whenever the hub's evaluation
+    spec gives them a value; offline the hub serves the recipe's names, so nothing is sent, but a
+    live spec with those names would make every evaluation job fail validation.
+    """
+    specs = getattr(options, "_specs", None) or {}
+    return sorted(name for name in service_spec.EVALUATION_ALIASES if name in specs and getattr(options, name, None) is not None)
 
 
 def _job_of_pipeline(execution_arn: str) -> str:
@@ -299,6 +321,7 @@ def evaluate(resources: Any, model: str, *, temperature: float, reasoning_effort
     EvaluationFailed with the job's FailureReason if it fails.
     """
     _check(temperature, eval_group_size, pass_k, max_tokens, via)
+    requested = via
     if via == VIA_AUTO:
         via = VIA_EVALUATOR if evaluator_carries(temperature, max_tokens) else VIA_CREATE_JOB
     elif via == VIA_EVALUATOR and not evaluator_carries(temperature, max_tokens):
@@ -320,10 +343,17 @@ def evaluate(resources: Any, model: str, *, temperature: float, reasoning_effort
     course_resources.set_reasoning_effort(resources, reasoning_effort)
     dataset_uri = dataset_uri or resources.validation_s3_uri
     started = time.monotonic()
+    chosen_automatically = via == VIA_EVALUATOR and requested == VIA_AUTO
+    name = ""
     if via == VIA_EVALUATOR:
-        name = _start_with_evaluator(resources, model, package, dataset_uri=dataset_uri, eval_group_size=eval_group_size,
-                                     pass_k=pass_k, notebook=notebook, echo=echo)
-    else:
+        try:
+            name = _start_with_evaluator(resources, model, package, dataset_uri=dataset_uri, eval_group_size=eval_group_size,
+                                         pass_k=pass_k, notebook=notebook, echo=echo)
+        except EvaluatorNamesRejected:
+            if not chosen_automatically:
+                raise
+            via = VIA_CREATE_JOB  # nothing was started: the check runs before the pipeline
+    if via == VIA_CREATE_JOB:
         name = _start_with_create_job(resources, model, package, base_model_arn, dataset_uri=dataset_uri,
                                       temperature=float(temperature), effort=reasoning_effort,
                                       eval_group_size=eval_group_size, pass_k=pass_k, max_tokens=max_tokens, notebook=notebook)

@@ -24,7 +24,6 @@ report says so. Names carry the course prefix and a run id; everything created i
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import functools
 import json
 import re
@@ -32,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mtrl_course import config, service_spec
+from mtrl_course import config, policy_eval, service_spec
 from mtrl_course.naming import (
     DEFAULT_NOTEBOOK,
     NAME_PREFIX,
@@ -67,10 +66,38 @@ JOB_RESOURCE_ACTIONS = ("sagemaker:CreateJob", "sagemaker:DescribeJob", "sagemak
 JOB_LIST_ACTIONS = ("sagemaker:ListJobs", "sagemaker:ListJobSchemaVersions", "sagemaker:DescribeJobSchemaVersion")
 JOB_RESOURCE_PATTERN = "arn:aws:sagemaker:*:*:job/*"
 
+# What sagemaker-train's role check asks of a *training* role before CreateJob (1.27:
+# `TrainDefaults.get_role` -> `resolve_and_validate_role(role_type="training")`, which simulates
+# the actions of its policy config whose Resource is "*"). AmazonSageMakerJobFullAccess does not
+# grant the first two at all and conditions the EC2 ones on aws:ResourceAccount, which the
+# simulator cannot evaluate without context, so IAM answers implicitDeny and the SDK raises
+# RoleValidationError whenever the caller may simulate. tests/test_sdk_role_check.py pins this
+# tuple to the SDK's own list.
+SDK_ROLE_CHECK_ACTIONS = (
+    "ecr:GetAuthorizationToken", "cloudwatch:PutMetricData",
+    "ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
+    "ec2:DeleteNetworkInterfacePermission", "ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs",
+    "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
+)
+# MultiTurnRLEvaluator's pipeline runs *as the job role*: SageMaker Pipelines assumes it, its
+# Lineage steps record an action, a context and artifacts with associations, and its Job step
+# calls CreateJob passing the same role on to the job service. Guess: the exact lineage actions
+# Pipelines calls are not documented; these are the ones the rendered definition implies.
+PIPELINE_JOB_ACTIONS = ("sagemaker:CreateJob", "sagemaker:DescribeJob", "sagemaker:StopJob", "sagemaker:AddTags")
+PIPELINE_LINEAGE_ACTIONS = (
+    "sagemaker:CreateAction", "sagemaker:CreateContext", "sagemaker:CreateArtifact", "sagemaker:AddAssociation",
+    "sagemaker:AddTags", "sagemaker:DescribeAction", "sagemaker:DescribeContext", "sagemaker:DescribeArtifact",
+    "sagemaker:ListActions", "sagemaker:ListContexts", "sagemaker:ListArtifacts", "sagemaker:ListAssociations",
+)
+JOB_ROLE_INLINE_POLICY = "mtrl-sdk-check-and-eval-pipeline"
+
 # Role kinds, the middle of a role's name (naming.resource_name).
 JOB_ROLE_KIND = "job-role"
 RUNTIME_ROLE_KIND = "runtime-role"
 WRONG_PRINCIPAL_KIND = "wrong-principal"
+# Guess: SageMaker assumes an MLflow app's role as the generic principal (the CLI reference
+# documents only --role-arn); docs/LIVE_CHECKLIST.md says how a first live run confirms it.
+MLFLOW_SERVICE = GENERIC_SAGEMAKER_SERVICE
 
 # --- the wrong-principal demonstration -----------------------------------------------------------
 
@@ -100,7 +127,8 @@ def trust_policy(service: str, actions: Sequence[str]) -> dict[str, Any]:
 def job_role_trust_policy() -> dict[str, Any]:
     """The training job role's trust policy: job.sagemaker.amazonaws.com (AssumeRole, TagSession).
 
-    A second statement also trusts sagemaker.amazonaws.com. The service never uses it, but
+    A second statement also trusts sagemaker.amazonaws.com. The MTRL job service never uses it,
+    but SageMaker Pipelines does: MultiTurnRLEvaluator runs its pipeline as this role. And
     sagemaker-train's `MultiTurnRLTrainer.train()` (1.27) checks the role's trust policy for that
     principal before it calls CreateJob and raises `RoleValidationError` without it (measured
     offline against the SDK's own resolver). Trusting only the generic principal is the opposite
@@ -113,12 +141,32 @@ def job_role_trust_policy() -> dict[str, Any]:
     return document
 
 
+def job_role_inline_policy(job_role_arn: str) -> dict[str, Any]:
+    """What the job role needs beyond AmazonSageMakerJobFullAccess (see SDK_ROLE_CHECK_ACTIONS).
+
+    Three statements: the SDK's pre-flight actions on "*" (unconditioned, so the simulator can
+    say yes); the evaluation pipeline's Job step (CreateJob, and PassRole on this very role to
+    the job service only); and the pipeline's lineage records.
+    """
+    return {
+        "Version": POLICY_VERSION,
+        "Statement": [
+            {"Sid": "SdkTrainingRoleCheck", "Effect": "Allow", "Action": list(SDK_ROLE_CHECK_ACTIONS), "Resource": "*"},
+            {"Sid": "EvaluationPipelineJobStep", "Effect": "Allow", "Action": list(PIPELINE_JOB_ACTIONS),
+             "Resource": JOB_RESOURCE_PATTERN},
+            {"Sid": "EvaluationPipelinePassesThisRole", "Effect": "Allow", "Action": PASS_ROLE_ACTION,
+             "Resource": job_role_arn, "Condition": {"StringEquals": {PASSED_TO_SERVICE_KEY: JOB_SERVICE}}},
+            {"Sid": "EvaluationPipelineLineage", "Effect": "Allow", "Action": list(PIPELINE_LINEAGE_ACTIONS), "Resource": "*"},
+        ],
+    }
+
+
 def runtime_role_trust_policy() -> dict[str, Any]:
     """The agent runtime role's trust policy: bedrock-agentcore.amazonaws.com, AssumeRole."""
     return trust_policy(RUNTIME_SERVICE, RUNTIME_TRUST_ACTIONS)
 
 
-def caller_passrole_policy(job_role_arn: str) -> dict[str, Any]:
+def caller_passrole_policy(job_role_arn: str, mlflow_role_arn: str | None = None) -> dict[str, Any]:
     """What the person (or notebook role) launching jobs needs: PassRole on the job role, and the job actions.
 
     The PassRole statement is conditioned on `iam:PassedToService`, so the role can be handed
@@ -143,23 +191,19 @@ def caller_passrole_policy(job_role_arn: str) -> dict[str, Any]:
                 "Resource": JOB_RESOURCE_PATTERN,
             },
             {"Sid": "ListMtrlJobs", "Effect": "Allow", "Action": list(JOB_LIST_ACTIONS), "Resource": "*"},
-        ],
+        ] + ([{
+            "Sid": "PassTheMlflowRoleToSageMakerOnly",
+            "Effect": "Allow",
+            "Action": PASS_ROLE_ACTION,
+            "Resource": mlflow_role_arn,
+            "Condition": {"StringEquals": {PASSED_TO_SERVICE_KEY: MLFLOW_SERVICE}},
+        }] if mlflow_role_arn else []),
     }
 
 
-def _as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return [value] if isinstance(value, (str, dict)) else list(value)
-
-
-def _statements(document: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [s for s in _as_list(document.get("Statement")) if isinstance(s, Mapping)]
-
-
-def _action_matches(patterns: Sequence[str], action: str) -> bool:
-    # IAM action names are case-insensitive; wildcards * and ? as in fnmatch.
-    return any(fnmatch.fnmatchcase(action.lower(), str(p).lower()) for p in patterns)
+_as_list = policy_eval.as_list
+_statements = policy_eval.statements
+_action_matches = policy_eval.action_matches
 
 
 def trust_problems(document: Mapping[str, Any] | str, service: str, actions: Sequence[str]) -> list[str]:
@@ -187,77 +231,10 @@ def trust_problems(document: Mapping[str, Any] | str, service: str, actions: Seq
     return []
 
 
-# --- a small policy evaluator (for the caller policy, offline) ------------------------------------
+# --- the policy evaluator (shared with the offline SimulatePrincipalPolicy) ------------------------
 
-ALLOWED, EXPLICIT_DENY, IMPLICIT_DENY = "allowed", "explicitDeny", "implicitDeny"
-
-
-def _condition_holds(operator: str, key: str, expected: Any, context: Mapping[str, Sequence[str]]) -> bool:
-    values = [str(v) for v in context.get(key, ())]
-    wanted = [str(v) for v in _as_list(expected)]
-    base = operator.removesuffix("IfExists")
-    if not values:
-        # A missing key satisfies only the negated operators and the ...IfExists forms.
-        return operator.endswith("IfExists") or base.endswith(("NotEquals", "NotLike"))
-    if base in ("StringEquals", "ArnEquals"):
-        return any(v in wanted for v in values)
-    if base == "StringEqualsIgnoreCase":
-        return any(v.lower() in {w.lower() for w in wanted} for v in values)
-    if base in ("StringLike", "ArnLike"):
-        return any(fnmatch.fnmatchcase(v, w) for v in values for w in wanted)
-    if base in ("StringNotEquals", "ArnNotEquals"):
-        return all(v not in wanted for v in values)
-    if base in ("StringNotLike", "ArnNotLike"):
-        return not any(fnmatch.fnmatchcase(v, w) for v in values for w in wanted)
-    if base == "Bool":
-        return any(v.lower() in {w.lower() for w in wanted} for v in values)
-    raise ValueError(f"condition operator {operator!r} is not supported by the course's policy evaluator")
-
-
-def _statement_applies(
-    statement: Mapping[str, Any], action: str, resource: str, context: Mapping[str, Sequence[str]]
-) -> bool:
-    if "NotAction" in statement:
-        if _action_matches(_as_list(statement["NotAction"]), action):
-            return False
-    elif not _action_matches(_as_list(statement.get("Action")), action):
-        return False
-    if "NotResource" in statement:
-        if any(fnmatch.fnmatchcase(resource, str(p)) for p in _as_list(statement["NotResource"])):
-            return False
-    elif not any(fnmatch.fnmatchcase(resource, str(p)) for p in _as_list(statement.get("Resource", "*"))):
-        return False
-    for operator, block in (statement.get("Condition") or {}).items():
-        for key, expected in block.items():
-            if not _condition_holds(operator, key, expected, context):
-                return False
-    return True
-
-
-def evaluate_policy(
-    documents: Sequence[Mapping[str, Any]],
-    action: str,
-    resource: str,
-    context: Mapping[str, Sequence[str]] | None = None,
-) -> str:
-    """IAM's decision for one request against identity policies: allowed, explicitDeny or implicitDeny.
-
-    Covers what the course's policies use: Allow/Deny, Action/NotAction and Resource/NotResource
-    with wildcards, and the String, Arn and Bool condition operators (with ...IfExists). It is not
-    IAM: no policy variables, no boundaries, no SCPs, no resource policies. An unsupported
-    operator raises ValueError rather than guessing.
-    """
-    context = context or {}
-    decision = IMPLICIT_DENY
-    for document in documents:
-        for statement in _statements(document):
-            if not _statement_applies(statement, action, resource, context):
-                continue
-            if statement.get("Effect") == "Deny":
-                return EXPLICIT_DENY
-            if statement.get("Effect") == "Allow":
-                decision = ALLOWED
-    return decision
+ALLOWED, EXPLICIT_DENY, IMPLICIT_DENY = policy_eval.ALLOWED, policy_eval.EXPLICIT_DENY, policy_eval.IMPLICIT_DENY
+evaluate_policy = policy_eval.evaluate_policy
 
 
 # --- sessions and the stand-in policies ---------------------------------------------------------------
@@ -448,12 +425,32 @@ def ensure_job_role(name: str | None = None, *, session: Any | None = None, note
 
     Trust: job.sagemaker.amazonaws.com with sts:AssumeRole and sts:TagSession (plus
     sagemaker.amazonaws.com for the SDK's pre-flight check; see `job_role_trust_policy`). Policy:
-    AmazonSageMakerJobFullAccess (offline: its stand-in). IAM roles are not billed.
+    AmazonSageMakerJobFullAccess (offline: its stand-in), plus the inline policy
+    `job_role_inline_policy` (the SDK's pre-flight actions and the evaluation pipeline's needs).
+    IAM roles are not billed.
     """
-    return _ensure_role(
-        _session(session), "training job role", name or resource_name(JOB_ROLE_KIND), JOB_SERVICE, JOB_TRUST_ACTIONS,
+    session = _session(session)
+    report = _ensure_role(
+        session, "training job role", name or resource_name(JOB_ROLE_KIND), JOB_SERVICE, JOB_TRUST_ACTIONS,
         JOB_POLICY_NAME, notebook, wanted_trust=job_role_trust_policy(),
     )
+    if report.arn:
+        iam = session.client("iam")
+        wanted = job_role_inline_policy(report.arn)
+        try:
+            current = iam.get_role_policy(RoleName=report.name, PolicyName=JOB_ROLE_INLINE_POLICY)["PolicyDocument"]
+        except Exception as error:
+            if _error_code(error) not in NOT_FOUND_CODES:
+                raise
+            current = None
+        if isinstance(current, str):
+            from urllib.parse import unquote
+
+            current = json.loads(unquote(current))
+        if current != wanted:
+            iam.put_role_policy(RoleName=report.name, PolicyName=JOB_ROLE_INLINE_POLICY, PolicyDocument=json.dumps(wanted))
+        report = dataclasses.replace(report, policies=(*report.policies, f"inline: {JOB_ROLE_INLINE_POLICY}"))
+    return report
 
 
 def _missing_principals(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:

@@ -12,7 +12,7 @@ step of the walkthrough:
 | training job role `mtrl-wordle-job-role-<run>` | notebook 01 | created in moto (`iam.ensure_job_role`) |
 | course bucket with the two dataset files | notebook 04 | created in moto, both files uploaded |
 | AgentCore runtime `<project>_<runtime>` | notebook 02 (`agentcore deploy`) | the real agent app on loopback (`smoke.local_runtime`) |
-| MLflow app `mtrl-wordle-mlflow-<run>` | notebook 05 (`ensure_mlflow_app`) | a local sqlite store behind a CreateMlflowApp |
+| MLflow app `mtrl-wordle-mlflow-<run>` (its own role `mtrl-wordle-mlflow-role-<run>`) | notebook 05 (`ensure_mlflow_app`) | a local sqlite store behind a CreateMlflowApp |
 | the job's output location | under the course prefix of the bucket | the same, in moto |
 
 Live, `prepare()` only looks things up and fails with one message listing everything missing and
@@ -35,6 +35,7 @@ process, the fast lane's in-process rollouts read the same variable and stay con
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -42,9 +43,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtrl_course import config, deploy, iam, naming, storage
+from mtrl_course import config, deploy, iam, lab, naming, storage
 
 MLFLOW_APP_KIND = "mlflow"
+MLFLOW_ROLE_KIND = "mlflow-role"
+MLFLOW_ROLE_POLICY = "mtrl-mlflow-artifacts"
 MLFLOW_ARTIFACTS_DIR = "mlflow"
 DEFAULT_NOTEBOOK = "05"
 DEFAULT_REASONING_EFFORT = "low"
@@ -166,7 +169,7 @@ def _prepare_offline(session: Any | None, effort: str, notebook: str) -> CourseR
         role = iam.ensure_job_role(session=session, notebook=notebook)
         uploaded = storage.upload_dataset(session=session, notebook=notebook)
         bucket = uploaded[0].bucket
-        mlflow_arn = ensure_mlflow_app(session, bucket=bucket, role_arn=role.arn, notebook=notebook)
+        mlflow_arn = ensure_mlflow_app(session, bucket=bucket, notebook=notebook)
         runtime = smoke.local_runtime(start=False)  # also serves and attaches the Job Runtime emulator
         runtime.env[REASONING_EFFORT_ENV] = effort
         runtime.start()
@@ -216,13 +219,60 @@ def find_mlflow_app(session: Any | None = None, name: str | None = None) -> str 
             return None
 
 
+def mlflow_role_policy(bucket: str) -> dict[str, Any]:
+    """The MLflow app's role: read and write its artifact store in the course bucket, nothing else."""
+    if not bucket or "/" in bucket:
+        raise ValueError(f"bucket must be an S3 bucket name, got {bucket!r}")
+    return {
+        "Version": iam.POLICY_VERSION,
+        "Statement": [
+            {"Sid": "ArtifactObjects", "Effect": "Allow", "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+             "Resource": f"arn:aws:s3:::{bucket}/*"},
+            {"Sid": "ArtifactBucket", "Effect": "Allow", "Action": ["s3:ListBucket", "s3:GetBucketLocation"],
+             "Resource": f"arn:aws:s3:::{bucket}"},
+        ],
+    }
+
+
+def ensure_mlflow_role(bucket: str, name: str | None = None, *, session: Any | None = None,
+                       notebook: str = DEFAULT_NOTEBOOK) -> iam.RoleReport:
+    """Create (or reuse and repair) the MLflow app's own role; returns its report.
+
+    Not the job role: CreateMlflowApp hands its role to SageMaker (the generic principal), which
+    the caller policy's PassRole condition (job.sagemaker.amazonaws.com only) rightly refuses for
+    the job role, and the app needs only its artifact store, not the job's data, models and
+    runtime. Trust: sagemaker.amazonaws.com (sts:AssumeRole). Policy: `mlflow_role_policy(bucket)`.
+    """
+    session = _session(session)
+    iam_client = session.client("iam")
+    name = name or naming.resource_name(MLFLOW_ROLE_KIND)
+    wanted_trust = iam.trust_policy(iam.MLFLOW_SERVICE, iam.RUNTIME_TRUST_ACTIONS)
+    role = iam._read_role(iam_client, name)
+    created = False
+    notes: list[str] = []
+    if role is None:
+        iam_client.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(wanted_trust),
+                               Description="MLflow app role for the multi-turn RL Wordle course", Tags=naming.course_tags(notebook))
+        created = True
+    elif iam.trust_problems(iam._trust_document(role), iam.MLFLOW_SERVICE, iam.RUNTIME_TRUST_ACTIONS):
+        iam_client.update_assume_role_policy(RoleName=name, PolicyDocument=json.dumps(wanted_trust))
+        notes.append(f"trust policy replaced: it did not let {iam.MLFLOW_SERVICE} assume the role")
+    iam_client.put_role_policy(RoleName=name, PolicyName=MLFLOW_ROLE_POLICY, PolicyDocument=json.dumps(mlflow_role_policy(bucket)))
+    role = iam._read_role(iam_client, name) or {}
+    return iam.RoleReport(
+        "MLflow app role", name, role.get("Arn"), bool(role), (iam.MLFLOW_SERVICE,), iam.RUNTIME_TRUST_ACTIONS,
+        (f"inline: {MLFLOW_ROLE_POLICY}",), created, tuple(iam.trust_problems(iam._trust_document(role), iam.MLFLOW_SERVICE, iam.RUNTIME_TRUST_ACTIONS)) if role else (),
+        tuple(notes),
+    )
+
+
 def ensure_mlflow_app(session: Any | None = None, *, bucket: str | None = None, role_arn: str | None = None,
                       notebook: str = DEFAULT_NOTEBOOK, confirm_spend: bool = False) -> str:
     """The course's MLflow app: found, or created (and waited for until it is usable).
 
     An MLflow app bills for as long as it exists, so live it is only created with
     `confirm_spend=True` (notebook 08 deletes it). Its artifacts go under the course prefix of the
-    bucket; it runs as the training job role.
+    bucket; it runs as its own role (`ensure_mlflow_role`: that bucket only), not the job role.
     """
     session = _session(session)
     found = find_mlflow_app(session)
@@ -235,7 +285,7 @@ def ensure_mlflow_app(session: Any | None = None, *, bucket: str | None = None, 
             f"{MLFLOW_APP_ENV} to use one you have, and delete it in notebook 08."
         )
     bucket = bucket or storage.bucket_name(session)
-    role_arn = role_arn or iam.ensure_job_role(session=session, notebook=notebook).arn
+    role_arn = role_arn or ensure_mlflow_role(bucket, session=session, notebook=notebook).arn
     sagemaker = session.client("sagemaker")
     arn = sagemaker.create_mlflow_app(
         Name=mlflow_app_name(),
@@ -335,6 +385,17 @@ def _session(session: Any | None) -> Any:
     return aws.session()
 
 
+def _own_role_exists(session: Any) -> bool:
+    return iam.role_exists(naming.resource_name(iam.JOB_ROLE_KIND), session=session)
+
+
+def _own_datasets_exist(session: Any, bucket: str) -> bool:
+    if not storage.bucket_exists(bucket, session):
+        return False
+    uris = storage.dataset_uris(session, bucket=bucket)
+    return all(storage.prefix_exists(*storage.parse_s3_uri(uri), session) for uri in (uris["training"], uris["validation"]))
+
+
 def _discover_live(session: Any | None) -> CourseResources:
     from mtrl_course import smoke
 
@@ -342,8 +403,14 @@ def _discover_live(session: Any | None) -> CourseResources:
     region = session.region_name
     account = session.client("sts").get_caller_identity()["Account"]
     missing: list[str] = []
+    # A lab: what the learner's own run lacks comes from the instructor's run (lab.attach).
+    attachment = lab.attached()
+    if attachment is not None and attachment.region != region:
+        attachment = None
 
     role_arn = os.environ.get(JOB_ROLE_ENV, "").strip()
+    if not role_arn and attachment is not None and not _own_role_exists(session):
+        role_arn = attachment.job_role_arn
     if not role_arn:
         name = naming.resource_name(iam.JOB_ROLE_KIND)
         try:
@@ -355,7 +422,11 @@ def _discover_live(session: Any | None) -> CourseResources:
 
     bucket = storage.bucket_name(session)
     train_uri = validation_uri = ""
-    if not storage.bucket_exists(bucket, session):
+    output_uri = ""
+    if attachment is not None and not os.environ.get(storage.BUCKET_ENV_VAR, "").strip() and not _own_datasets_exist(session, bucket):
+        bucket, train_uri, validation_uri = attachment.bucket, attachment.train_s3_uri, attachment.validation_s3_uri
+        output_uri = attachment.output_s3_uri
+    elif not storage.bucket_exists(bucket, session):
         missing.append(f"the S3 bucket {naming.mask_account(bucket)} with the datasets (notebook 04 creates it; or set {storage.BUCKET_ENV_VAR})")
     else:
         uris = storage.dataset_uris(session, bucket=bucket)
@@ -370,9 +441,11 @@ def _discover_live(session: Any | None) -> CourseResources:
         try:
             runtime_arn = smoke.find_runtime_arn(session)
         except LookupError:
+            runtime_arn = attachment.runtime_arn if attachment is not None else ""
+        if not runtime_arn:
             missing.append(f"the AgentCore runtime {deploy.deployed_runtime_name()} (notebook 02 deploys it; or set {RUNTIME_ENV})")
 
-    mlflow_arn = find_mlflow_app(session) or ""
+    mlflow_arn = find_mlflow_app(session) or (attachment.mlflow_app_arn if attachment is not None else "")
     if not mlflow_arn:
         missing.append(
             f"the MLflow app {mlflow_app_name()} (notebook 05 creates it with resources.ensure_mlflow_app(confirm_spend=True); "
@@ -381,10 +454,11 @@ def _discover_live(session: Any | None) -> CourseResources:
     if missing:
         raise LookupError(
             f"live mode ({naming.mask_account(account)}, {region}): these course resources are missing:\n  - " + "\n  - ".join(missing)
+            + "\nIn a lab, `mtrl lab attach <your instructor's run id>` (or lab.attach(...)) fills them in from the instructor's run."
         )
     resources = CourseResources(
         mode=config.MODE.value, region=region, account=account, job_role_arn=role_arn, bucket=bucket,
-        train_s3_uri=train_uri, validation_s3_uri=validation_uri, output_s3_uri=storage.output_uri(session, bucket=bucket),
+        train_s3_uri=train_uri, validation_s3_uri=validation_uri, output_s3_uri=output_uri or storage.output_uri(session, bucket=bucket),
         mlflow_app_arn=mlflow_arn, runtime_arn=runtime_arn, runtime=None,
     )
     try:

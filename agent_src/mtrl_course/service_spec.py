@@ -98,7 +98,9 @@ EVALUATION_SPEC: dict[str, dict[str, Any]] = {
         "rollout_timeout", "rollout_max_concurrency", "rollout_max_retries",
     )},
 }
-# The names MultiTurnRLEvaluator emits for three of them (accepted by the local service).
+# The names MultiTurnRLEvaluator emits for three of them. The public Wordle sample reports that
+# the live schema rejects them, so the local service rejects them too (a guess until a live run
+# confirms it: docs/LIVE_CHECKLIST.md); the course never sends them (evaluation.py checks).
 EVALUATION_ALIASES = {
     "sampling_temperature": "temperature",
     "top_p": "sampling_top_p",

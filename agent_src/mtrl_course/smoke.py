@@ -74,9 +74,23 @@ RUNTIME_ARN = re.compile(r"^arn:aws[a-z-]*:bedrock-agentcore:(?P<region>[a-z0-9-
 
 
 # ----------------------------------------------------------------------------------- the payload
-def smoke_payload(account_id: str, region: str | None = None) -> dict:
-    """The service-shaped payload with `account_id` in the fake job ARN (see `dataset.smoke_payload`)."""
-    return dataset.smoke_payload(account_id, region or dataset.SMOKE_REGION)
+def smoke_payload(account_id: str, region: str | None = None, *, session: Any | None = None) -> dict:
+    """The service-shaped payload with `account_id` and your Region in the fake job ARN.
+
+    The Region defaults to the session's (where your runtime and jobs are): the Job Runtime in
+    that Region answers 400 "Could not find job" only for a job ARN of its own Region, so a
+    fixed us-east-1 ARN would send a learner elsewhere down the wrong row of the diagnosis table.
+    """
+    if region is None:
+        region = _session(session).region_name or config.OFFLINE_REGION
+    return dataset.smoke_payload(account_id, region)
+
+
+def job_arn_region(payload: Mapping[str, Any]) -> str | None:
+    """The Region of the payload's fake `metadata.jobArn` (None when it has none)."""
+    arn = str(((payload.get("metadata") or {}) if isinstance(payload.get("metadata"), Mapping) else {}).get("jobArn") or "")
+    parts = arn.split(":")
+    return parts[3] if len(parts) > 5 and parts[2] == "sagemaker" else None
 
 
 def runtime_session_id(prefix: str = SESSION_ID_PREFIX) -> str:
@@ -306,6 +320,14 @@ def invoke_smoke(
         job_arn = json.loads(body).get("metadata", {}).get("jobArn")
     except (ValueError, AttributeError):
         job_arn = None
+    if isinstance(payload, Mapping):
+        arn_region, runtime_at = job_arn_region(payload), RUNTIME_ARN.match(runtime_arn or "")
+        if arn_region and runtime_at and arn_region != runtime_at["region"]:
+            # The answer would be about the wrong Region's Job Runtime, not about this runtime.
+            raise ValueError(
+                f"the payload's fake jobArn is in {arn_region} but the runtime is in {runtime_at['region']}: "
+                f"build it with smoke_payload(account, region={runtime_at['region']!r})"
+            )
     session_id = runtime_session_id() if session_id is None else session_id
     client = _session(session).client(
         "bedrock-agentcore",

@@ -169,12 +169,33 @@ def make_trainer(resources: Any, hyperparameters: Mapping[str, Any] | None = Non
         base_job_name=job_base_name(),
         tags=_sdk_tags(notebook),
     )
-    for name, value in planned_hyperparameters(hyperparameters).items():
-        try:
-            setattr(trainer.hyperparameters, name, value)
-        except (ValueError, TypeError) as error:
-            raise ValueError(f"hyperparameter {name}={value!r} was refused: {error}") from None
+    set_hyperparameters(trainer.hyperparameters, planned_hyperparameters(hyperparameters), "training")
     return trainer
+
+
+def set_hyperparameters(options: Any, values: Mapping[str, Any], where: str) -> None:
+    """Set `values` on an SDK `FineTuningOptions`; a ValueError naming the bad name or value.
+
+    The SDK raises AttributeError for a name the base model's spec does not have; the learner
+    sees instead which name was wrong, the closest valid names, and where the spec comes from.
+    """
+    import difflib
+
+    known = sorted(getattr(options, "_specs", None) or {})
+    for name, value in values.items():
+        if known and name not in known:
+            close = difflib.get_close_matches(name, known, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ValueError(
+                f"unknown {where} hyperparameter {name!r}{hint} The base model's spec (from the SageMaker "
+                f"Public Hub) has: {', '.join(known)}"
+            )
+        try:
+            setattr(options, name, value)
+        except AttributeError as error:
+            raise ValueError(f"unknown {where} hyperparameter {name!r}: {error}") from None
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"{where} hyperparameter {name}={value!r} was refused: {error}") from None
 
 
 def _value(trainer: Any, name: str) -> Any:
@@ -225,9 +246,18 @@ def attach(job_name: str) -> Any:
 
 
 def latest_job(status: str | None = None, *, name_contains: str | None = None) -> str | None:
-    """Name of the newest training job (optionally with this status or name part), or None."""
-    from mtrl_course import aws
+    """Name of the newest training job (optionally with this status or name part), or None.
 
+    After `lab.attach(...)`, the attached run's job when it has `status`: in a lab account the
+    newest job may be another learner's.
+    """
+    from mtrl_course import aws, lab
+
+    attachment = lab.attached() if config.is_live() and name_contains is None else None
+    if attachment is not None:
+        current = aws.session().client("sagemaker").describe_job(JobName=attachment.job_name, JobCategory=JOB_CATEGORY)
+        if status is None or current.get("JobStatus") == status:
+            return attachment.job_name
     params: dict[str, Any] = {"JobCategory": JOB_CATEGORY, "SortBy": "CreationTime", "SortOrder": "Descending", "MaxResults": 1}
     if status:
         params["StatusEquals"] = status

@@ -16,11 +16,13 @@ the caller drop it on a 403 so that the next request is signed again.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -52,6 +54,47 @@ def default_region() -> str:
         if value:
             return value
     return DEFAULT_REGION
+
+
+def region_of_job_arn(job_arn: object) -> str | None:
+    """The Region field of a SageMaker job ARN (``arn:aws:sagemaker:<region>:...``), else None."""
+    parts = job_arn.split(":") if isinstance(job_arn, str) else []
+    if len(parts) > 5 and parts[0] == "arn" and parts[2] == "sagemaker" and parts[3]:
+        return parts[3]
+    return None
+
+
+def rollout_region(metadata: Mapping[str, Any] | None = None) -> str:
+    """The one Region a rollout signs tokens for and reports rewards to.
+
+    ``metadata.region``, then the Region of ``metadata.jobArn`` (the job's own Region), then
+    ``default_region()``. The SDK's feedback client falls back on its own (``$AWS_REGION``, then
+    us-west-2) where the model path fell back on ours (us-east-1): ``main.py`` therefore writes
+    this Region into the metadata the SDK reads, so both paths always agree.
+    """
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    region = metadata.get("region")
+    if isinstance(region, str) and region:
+        return region
+    return region_of_job_arn(metadata.get("jobArn") or metadata.get("job_arn")) or default_region()
+
+
+_ROLLOUT_REGION: contextvars.ContextVar[str | None] = contextvars.ContextVar("wordle_rollout_region", default=None)
+
+
+@contextlib.contextmanager
+def use_rollout_region(region: str) -> Iterator[None]:
+    """Within the block, ``current_region()`` is ``region`` (per thread and asyncio task)."""
+    token = _ROLLOUT_REGION.set(region)
+    try:
+        yield
+    finally:
+        _ROLLOUT_REGION.reset(token)
+
+
+def current_region() -> str:
+    """The running rollout's Region (``use_rollout_region``), else ``default_region()``."""
+    return _ROLLOUT_REGION.get() or default_region()
 
 
 class TokenCache:

@@ -53,6 +53,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,7 +64,7 @@ from strands.models.openai import OpenAIModel
 from strands.tools.executors import SequentialToolExecutor
 from strands.types.tools import ToolContext
 
-from wordle_agent.auth import TOKENS, default_region
+from wordle_agent.auth import TOKENS, current_region, default_region, rollout_region, use_rollout_region
 from wordle_agent.game import MAX_TOOL_CALLS, WordleGame, check_prior_guesses
 from wordle_agent.recovery import extract_guesses
 from wordle_agent.reward import NO_PLAY_REWARD
@@ -323,6 +324,9 @@ def sanitize_payload(payload: object) -> dict[str, Any]:
     clean: dict[str, Any] = {"prompt": payload.get("prompt")}
     metadata = _clean_metadata(payload.get("metadata"))
     if metadata:
+        # Written in so that the SDK's feedback client, which reads metadata.region first,
+        # reports rewards to the same Region the model tokens are signed for.
+        metadata["region"] = rollout_region(metadata)
         clean["metadata"] = metadata
     raw_params = payload.get("inferenceParams") or payload.get("inference_params")
     params = _clean_inference_params(raw_params)
@@ -443,7 +447,7 @@ def openai_policy_model(endpoint: str, params: dict) -> Any:
         model_id=POLICY_MODEL_ID,
         client_args={
             "base_url": endpoint.rstrip("/") + OPENAI_API_PATH,
-            "api_key": TOKENS.get(default_region()),
+            "api_key": TOKENS.get(current_region()),
             "max_retries": POLICY_HTTP_RETRIES,
         },
         params=dict(params),
@@ -680,7 +684,13 @@ def _reach_policy(
 
 
 def _play_rollout(payload: dict[str, Any], started: float) -> float:
-    settings = read_settings()
+    metadata = payload.get("metadata") or {}
+    region = rollout_region(metadata)
+    with use_rollout_region(region):
+        return _play_rollout_in_region(payload, started, dataclasses.replace(read_settings(), region=region))
+
+
+def _play_rollout_in_region(payload: dict[str, Any], started: float, settings: RolloutSettings) -> float:
     metadata = payload.get("metadata") or {}
     rollout_id = metadata.get("rolloutId", "-")
     endpoint = resolve_endpoint(metadata, settings)

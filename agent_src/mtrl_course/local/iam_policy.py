@@ -1,14 +1,13 @@
-"""Offline IAM SimulatePrincipalPolicy over the policies moto holds."""
+"""Offline IAM SimulatePrincipalPolicy over the policies moto holds, decided as IAM decides."""
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import logging
-from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote
 
+from mtrl_course import policy_eval
 from mtrl_course.errors import ServiceError
 from mtrl_course.local.apicall import JSON, ApiCall
 
@@ -17,32 +16,66 @@ logger = logging.getLogger(__name__)
 # IAM SimulatePrincipalPolicy
 
 
-def simulate_principal_policy(call: ApiCall, iam: Any) -> JSON:
-    """Evaluate the principal's policies as stored in moto: allowed unless explicitly denied.
+def _context(params: JSON) -> dict[str, list[str]]:
+    return {
+        entry["ContextKeyName"]: [str(v) for v in entry.get("ContextKeyValues") or []]
+        for entry in params.get("ContextEntries") or []
+    }
 
-    Deliberately simple: Deny statements whose Action/NotAction and Resource/NotResource match
-    give `explicitDeny`; everything else is `allowed` (conditions, boundaries, SCPs and the
-    missing-Allow case are ignored). That is enough for the SDK's role pre-checks, which only
-    block on a definite denial; it is not a policy evaluator to learn IAM from.
+
+def simulate_principal_policy(call: ApiCall, iam: Any) -> JSON:
+    """Evaluate the principal's identity policies (plus PolicyInputList) like IAM's simulator.
+
+    Explicit deny wins, then allow; with no matching Allow the answer is `implicitDeny`. A
+    condition whose key the request does not supply does not match, and the key is reported in
+    MissingContextValues, as the real simulator does. Boundaries, SCPs and resource policies are
+    not modelled (the answer never carries their decision details).
     """
     params = call.params
     documents = [json.loads(p) for p in params.get("PolicyInputList") or []]
     documents += _principal_policies(iam, params["PolicySourceArn"])
     resources = params.get("ResourceArns") or ["*"]
+    context = _context(params)
     results = []
     for action in params["ActionNames"]:
         for resource in resources:
-            denied = [s for d in documents for s in _statements(d) if s.get("Effect") == "Deny" and _matches(s, action, resource)]
+            decision = policy_eval.decide(documents, action, resource, context)
             results.append(
                 {
                     "EvalActionName": action,
                     "EvalResourceName": resource,
-                    "EvalDecision": "explicitDeny" if denied else "allowed",
-                    "MatchedStatements": [],
-                    "MissingContextValues": [],
+                    "EvalDecision": decision.decision,
+                    "MatchedStatements": [
+                        {"SourcePolicyId": str(s.get("Sid", ""))} for s in decision.matched
+                    ],
+                    "MissingContextValues": list(decision.missing_context),
                 }
             )
     return {"EvaluationResults": results, "IsTruncated": False}
+
+
+def decision(iam: Any, principal_arn: str, action: str, resource: str, context: dict[str, list[str]] | None = None) -> str:
+    """IAM's decision for one request by `principal_arn` (its identity policies in moto)."""
+    return policy_eval.decide(_principal_policies(iam, principal_arn), action, resource, context).decision
+
+
+def trusts(iam: Any, role_arn: str, service: str) -> bool:
+    """Whether the role's trust policy lets `service` assume it (Allow statements, sts:AssumeRole)."""
+    name = role_arn.rsplit("/", 1)[-1]
+    try:
+        document = iam.get_role(RoleName=name)["Role"]["AssumeRolePolicyDocument"]
+    except Exception:
+        return False
+    if isinstance(document, str):
+        document = json.loads(unquote(document))
+    for statement in policy_eval.statements(document):
+        principal = statement.get("Principal") or {}
+        services = policy_eval.as_list(principal.get("Service")) if isinstance(principal, dict) else []
+        if statement.get("Effect") == "Allow" and service in services and policy_eval.action_matches(
+            policy_eval.as_list(statement.get("Action")), "sts:AssumeRole"
+        ):
+            return True
+    return False
 
 
 def _principal_policies(iam: Any, arn: str) -> list[JSON]:
@@ -71,29 +104,3 @@ def _principal_policies(iam: Any, arn: str) -> list[JSON]:
         documents.append(iam.get_policy_version(PolicyArn=policy["PolicyArn"], VersionId=version)["PolicyVersion"]["Document"])
     documents += inline
     return [json.loads(unquote(d)) if isinstance(d, str) else d for d in documents]
-
-
-def _statements(document: Mapping[str, Any]) -> list[JSON]:
-    statements = document.get("Statement") or []
-    return [statements] if isinstance(statements, dict) else list(statements)
-
-
-def _as_list(value: Any) -> list[str]:
-    return [value] if isinstance(value, str) else list(value or [])
-
-
-def _matches(statement: Mapping[str, Any], action: str, resource: str) -> bool:
-    def any_match(patterns: list[str], value: str) -> bool:
-        return any(fnmatch.fnmatchcase(value.lower(), p.lower()) for p in patterns)
-
-    if "NotAction" in statement:
-        action_ok = not any_match(_as_list(statement["NotAction"]), action)
-    else:
-        action_ok = any_match(_as_list(statement.get("Action")), action)
-    if "NotResource" in statement:
-        resource_ok = not any_match(_as_list(statement["NotResource"]), resource)
-    else:
-        resource_ok = any_match(_as_list(statement.get("Resource", "*")), resource) or resource == "*"
-    return action_ok and resource_ok
-
-

@@ -10,6 +10,7 @@ import datetime as dt
 import importlib.abc
 import importlib.metadata
 import importlib.util
+import json
 import logging
 import os
 import shutil
@@ -75,6 +76,8 @@ MLFLOW_UI_HEALTH = "/health"
 PRESIGNED_EXPIRY_RANGE = (5, 300)
 SESSION_EXPIRY_RANGE = (1800, 43200)
 MLFLOW_APP_ID_LENGTH = 12
+# Written next to each app's store, so a later process can read the app's runs by its ARN.
+APP_RECORD = "app.json"
 
 
 class LocalMlflowApps:
@@ -95,14 +98,34 @@ class LocalMlflowApps:
         self._ui: dict[str, subprocess.Popen] = {}
         self._created = 0
         self._lock = threading.RLock()
+        # Apps of earlier processes are readable by ARN at once (see _persisted_info).
+        _enable_arn_tracking_scheme(self)
 
     # -- lookups ------------------------------------------------------------------------------
     def info(self, arn: str) -> MlflowAppInfo | None:
         with self._lock:
             app = self._apps.get(arn)
-        if app is None or app.status not in ("Created", "Updated"):
+        if app is None:
+            return self._persisted_info(arn)
+        if app.status not in ("Created", "Updated"):
             return None
         return MlflowAppInfo(app.arn, app.tracking_uri, app.artifact_root)
+
+    def _persisted_info(self, arn: str) -> MlflowAppInfo | None:
+        """An app an earlier process created under this state folder, for reading its runs.
+
+        moto's records die with their process, but a live MLflow app outlives the notebook that
+        made it: a learner's fresh kernel reads an instructor's runs by the app's ARN alone.
+        """
+        for record in sorted((self.state_dir / "mlflow").glob(f"*/{APP_RECORD}")):
+            try:
+                data = json.loads(record.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if data.get("arn") == arn:
+                directory = record.parent
+                return MlflowAppInfo(arn, f"sqlite:///{(directory / 'mlflow.db').as_posix()}", (directory / "artifacts").as_uri())
+        return None
 
     def _app(self, arn: str) -> _App:
         with self._lock:
@@ -151,6 +174,9 @@ class LocalMlflowApps:
             )
             self._created += 1
             (app.directory / "artifacts").mkdir(parents=True, exist_ok=True)
+            (app.directory / APP_RECORD).write_text(
+                json.dumps({"arn": app.arn, "name": name, "region": call.region}) + "\n", encoding="utf-8"
+            )
             self._apps[app.arn] = app
         _enable_arn_tracking_scheme(self)
         return {"Arn": app.arn}

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from mtrl_course.errors import ServiceError
 from mtrl_course.local.apicall import JSON, ApiCall
 from mtrl_course.local.apicall import now as _now
+from mtrl_course.local.iam_policy import decision, trusts
 
 if TYPE_CHECKING:
     from mtrl_course.local.service import LocalMTRLService
@@ -28,6 +29,8 @@ logger = logging.getLogger(__name__)
 # SageMaker Pipelines: run the evaluator's Job steps through the local service
 
 PIPELINE_FAILURE = "Step failure: One or multiple steps failed."
+PIPELINES_SERVICE = "sagemaker.amazonaws.com"
+JOB_SERVICE = "job.sagemaker.amazonaws.com"
 STEP_POLL_S = 0.05
 
 
@@ -53,6 +56,7 @@ class _Execution:
     failure: str | None = None
     modified: dt.datetime = field(default_factory=_now)
     stop: threading.Event = field(default_factory=threading.Event)
+    role_arn: str = ""
 
 
 class LocalPipelines:
@@ -81,6 +85,7 @@ class LocalPipelines:
             return response
         steps = [_Step(s["Name"], s.get("Type", ""), s.get("Arguments") or {}, list(s.get("DependsOn") or [])) for s in raw_steps]
         execution = _Execution(arn, steps)
+        execution.role_arn = sagemaker.describe_pipeline(PipelineName=call.params["PipelineName"]).get("RoleArn", "")
         with self._lock:
             self._executions[arn] = execution
         threading.Thread(target=self._run, args=(execution, call.region), name=f"pipeline-{arn.rsplit('/', 1)[-1]}", daemon=True).start()
@@ -129,7 +134,44 @@ class LocalPipelines:
             suffix = f"-{counter}"
             candidate = base[: 63 - len(suffix)].rstrip("-") + suffix
 
+    def _denied(self, execution: _Execution, step: _Step, region: str) -> str | None:
+        """Why the pipeline's role may not run `step` (None when it may), decided like IAM.
+
+        Pipelines assumes the pipeline's role (trust: sagemaker.amazonaws.com) and makes every
+        step's calls as that role: a Lineage step records actions, contexts and associations; a
+        Job step calls CreateJob and passes its RoleArn to the job service. Guess: the failure
+        wording follows AWS's AccessDenied messages; the lineage actions are inferred from the
+        step's arguments (docs/LIVE_CHECKLIST.md).
+        """
+        iam = self._client("iam", region)
+        role = execution.role_arn
+        if not trusts(iam, role, PIPELINES_SERVICE):
+            return f"AccessDenied: SageMaker Pipelines could not assume the role {role}: its trust policy does not allow {PIPELINES_SERVICE}"
+        account = self.service.account
+        needs: list[tuple[str, str, dict[str, list[str]]]] = []
+        if step.kind == "Lineage":
+            lineage = f"arn:aws:sagemaker:{region}:{account}:"
+            args = step.arguments
+            needs += [("sagemaker:CreateAction", lineage + "action/" + step.name.lower(), {})] if args.get("Actions") else []
+            needs += [("sagemaker:CreateContext", lineage + "context/" + step.name.lower(), {})] if args.get("Contexts") else []
+            needs += [("sagemaker:CreateArtifact", lineage + "artifact/" + step.name.lower(), {})] if args.get("Artifacts") else []
+            needs += [("sagemaker:AddAssociation", "*", {})] if args.get("Associations") else []
+        elif step.kind == "Job":
+            category = step.arguments.get("JobCategory", "")
+            needs.append(("sagemaker:CreateJob", f"arn:aws:sagemaker:{region}:{account}:job/{category}/{step.name.lower()}", {}))
+            passed = step.arguments.get("RoleArn", "")
+            needs.append(("iam:PassRole", passed, {"iam:PassedToService": [JOB_SERVICE]}))
+        for action, resource, context in needs:
+            if decision(iam, role, action, resource, context) != "allowed":
+                return (f"AccessDeniedException: User: {role} is not authorized to perform: {action} on resource: {resource} "
+                        f"because no identity-based policy allows the {action} action")
+        return None
+
     def _run_step(self, step: _Step, execution: _Execution, execution_id: str, region: str) -> bool:
+        denied = self._denied(execution, step, region)
+        if denied:
+            step.status, step.failure = "Failed", denied
+            return False
         if step.kind == "Lineage":
             step.status = "Succeeded"
             return True

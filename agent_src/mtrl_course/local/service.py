@@ -489,7 +489,6 @@ class LocalMTRLService:
                 flatten_nested(settings.get("HyperParameters")),
                 service_spec.evaluation_spec(base_model),
                 f"{section}.HyperParameters",
-                aliases=service_spec.EVALUATION_ALIASES,
             )
 
         output = doc.get("OutputDataConfig") or {}
