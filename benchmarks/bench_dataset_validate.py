@@ -33,7 +33,10 @@ MB = 1024 * 1024
 def build_files(folder: Path, size: int) -> dict[str, Path]:
     lines = TRAIN.read_text(encoding="utf-8").splitlines()  # 80 KB
     files = {"copies.jsonl": folder / "copies.jsonl", "fresh-ids.jsonl": folder / "fresh-ids.jsonl"}
-    with open(files["copies.jsonl"], "w", encoding="utf-8") as copies, open(files["fresh-ids.jsonl"], "w", encoding="utf-8") as fresh:
+    with (
+        open(files["copies.jsonl"], "w", encoding="utf-8") as copies,
+        open(files["fresh-ids.jsonl"], "w", encoding="utf-8") as fresh,
+    ):
         written, n = 0, 0
         while written < size:
             line = lines[n % len(lines)]
@@ -48,9 +51,11 @@ def build_files(folder: Path, size: int) -> dict[str, Path]:
     # at fork time (Linux keeps the high-water mark across exec), so the parent stays small.
     files["array.json"] = folder / "array.json"
     files["one-line-array.jsonl"] = folder / "one-line-array.jsonl"
-    with open(files["fresh-ids.jsonl"], encoding="utf-8") as source, \
-            open(files["array.json"], "w", encoding="utf-8") as array, \
-            open(files["one-line-array.jsonl"], "w", encoding="utf-8") as one_line:
+    with (
+        open(files["fresh-ids.jsonl"], encoding="utf-8") as source,
+        open(files["array.json"], "w", encoding="utf-8") as array,
+        open(files["one-line-array.jsonl"], "w", encoding="utf-8") as one_line,
+    ):
         array.write("[\n")
         one_line.write("[")
         for n, row in enumerate(source):
@@ -65,8 +70,12 @@ def measure(path: Path, code: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")])}
     with tempfile.TemporaryFile() as out:
         start = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-m", "mtrl_course.cli", "dataset", "validate", str(path)],
-                                 stdout=out, stderr=subprocess.STDOUT, env=env)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "mtrl_course.cli", "dataset", "validate", str(path)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
         _, status, usage = os.wait4(child.pid, 0)
         seconds = time.perf_counter() - start
         out.seek(0)
@@ -98,7 +107,9 @@ def main() -> None:
                 rows.append(measure(path, args.code))
     base = rows[0]["peak RSS MB"]
     for row in rows:
-        row["RSS over baseline / size"] = round((row["peak RSS MB"] - base) / row["size MB"], 2) if row["size MB"] >= 1 else ""
+        row["RSS over baseline / size"] = (
+            round((row["peak RSS MB"] - base) / row["size MB"], 2) if row["size MB"] >= 1 else ""
+        )
         print(json.dumps(row))
 
 

@@ -117,9 +117,16 @@ def _count(emulator, arn: str, expected: int) -> tuple[int, int]:
     records = emulator.trajectories(arn)
     rewarded = [r for r in records if r.rewards is not None and len(r.rewards) == 1]
     if len(records) != expected or len(rewarded) != expected:
-        raise RuntimeError(f"{arn}: {len(rewarded)} of {expected} episodes reported exactly one reward ({len(records)} trajectories)")
+        raise RuntimeError(
+            f"{arn}: {len(rewarded)} of {expected} episodes reported exactly one reward ({len(records)} trajectories)"
+        )
     calls = sum(r.sample_count for r in records)
-    guesses = sum(1 for r in records for s in r.samples if isinstance(s.policy_trace, dict) and s.policy_trace.get("kind") == "guess")
+    guesses = sum(
+        1
+        for r in records
+        for s in r.samples
+        if isinstance(s.policy_trace, dict) and s.policy_trace.get("kind") == "guess"
+    )
     return calls, guesses
 
 
@@ -188,7 +195,9 @@ def over_http(runtime, emulator, prompts: list[str], episodes: int, concurrency:
         emulator.start_trajectory(arn, tid, rng_key=[SEED, 0, run, i, 0, 0])
 
     def invoke(i: int) -> None:
-        payload = fastlane.payload_for(prompts[i % len(prompts)], arn, tids[i], temperature=TEMPERATURE, top_p=None, max_tokens=None)
+        payload = fastlane.payload_for(
+            prompts[i % len(prompts)], arn, tids[i], temperature=TEMPERATURE, top_p=None, max_tokens=None
+        )
         payload["metadata"].update(endpoint=emulator.endpoint, region=REGION)
         session_id = f"{tids[i]}-{uuid.uuid4().hex}"
         assert len(session_id) >= SESSION_ID_MIN
@@ -223,11 +232,16 @@ def stock_factory(endpoint: str, params: dict) -> Any:
     from wordle_agent import rollout
     from wordle_agent.auth import TOKENS, default_region
 
-    return wrap_model(OpenAIModel(
-        model_id=rollout.POLICY_MODEL_ID,
-        client_args={"base_url": endpoint.rstrip("/") + rollout.OPENAI_API_PATH, "api_key": TOKENS.get(default_region())},
-        params=dict(params),
-    ))
+    return wrap_model(
+        OpenAIModel(
+            model_id=rollout.POLICY_MODEL_ID,
+            client_args={
+                "base_url": endpoint.rstrip("/") + rollout.OPENAI_API_PATH,
+                "api_key": TOKENS.get(default_region()),
+            },
+            params=dict(params),
+        )
+    )
 
 
 STOCK_APP = "stock_app"
@@ -277,8 +291,14 @@ def _process_runtime(app_import: str, name: str, env: dict[str, str], log: Path,
     path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
     # A child imports the agent (about 10 s); on a loaded machine more than AgentCore's 30 s.
     extra = {"workers": workers} if workers != 1 else {}  # (older runtimes had one process only)
-    runtime = LocalAgentRuntime(app_import, name=name, mode="subprocess", env={**env, "PYTHONPATH": path},
-                                init_timeout=CHILD_START_TIMEOUT_S, **extra)
+    runtime = LocalAgentRuntime(
+        app_import,
+        name=name,
+        mode="subprocess",
+        env={**env, "PYTHONPATH": path},
+        init_timeout=CHILD_START_TIMEOUT_S,
+        **extra,
+    )
     try:
         with _stderr_to(log):
             return runtime.start()
@@ -326,10 +346,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
     parser.add_argument("--profile-episodes", type=int, default=DEFAULT_PROFILE_EPISODES)
     parser.add_argument("--profile-only", action="store_true", help="skip the throughput runs")
-    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS,
-                        help="app processes of each runtime (the same for both paths)")
+    parser.add_argument(
+        "--workers", type=int, default=DEFAULT_WORKERS, help="app processes of each runtime (the same for both paths)"
+    )
     args = parser.parse_args(argv)
-    for name in ("runs", "fast_episodes", "http_episodes", "stock_episodes", "concurrency", "workers", "profile_episodes"):
+    for name in (
+        "runs",
+        "fast_episodes",
+        "http_episodes",
+        "stock_episodes",
+        "concurrency",
+        "workers",
+        "profile_episodes",
+    ):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
 
@@ -368,11 +397,16 @@ def main(argv: list[str] | None = None) -> int:
                 for label, runtime, into in pair if run % 2 == 0 else pair[::-1]:
                     into.append(over_http(runtime, emulator, prompts, args.http_episodes, args.concurrency, run, label))
                 stock_seq.append(over_http(stock_runtime, emulator, prompts, args.stock_episodes, 1, run, "stockseq"))
-                threaded.append(over_http(in_process, emulator, prompts, args.http_episodes, args.concurrency, run, "thread"))
-                print(f"run {run + 1}/{args.runs}: fast {fast[-1].episodes_per_s:.1f}, http {http[-1].episodes_per_s:.1f}, "
-                      f"stock {stock[-1].episodes_per_s:.1f} ({http[-1].episodes_per_s / stock[-1].episodes_per_s:.2f}x), "
-                      f"stock sequential {stock_seq[-1].episodes_per_s:.1f}, http in-process {threaded[-1].episodes_per_s:.1f} "
-                      f"episodes/s; load {os.getloadavg()[0]:.1f}", flush=True)
+                threaded.append(
+                    over_http(in_process, emulator, prompts, args.http_episodes, args.concurrency, run, "thread")
+                )
+                print(
+                    f"run {run + 1}/{args.runs}: fast {fast[-1].episodes_per_s:.1f}, http {http[-1].episodes_per_s:.1f}, "
+                    f"stock {stock[-1].episodes_per_s:.1f} ({http[-1].episodes_per_s / stock[-1].episodes_per_s:.2f}x), "
+                    f"stock sequential {stock_seq[-1].episodes_per_s:.1f}, http in-process {threaded[-1].episodes_per_s:.1f} "
+                    f"episodes/s; load {os.getloadavg()[0]:.1f}",
+                    flush=True,
+                )
             load_after = os.getloadavg()
             profile = profile_paths(in_process, emulator, prompts, args.profile_episodes)
         finally:
@@ -394,9 +428,13 @@ def main(argv: list[str] | None = None) -> int:
     ratio = _median(per_run)
     cpu_ratio = _median([s.cpu_ms_per_episode / h.cpu_ms_per_episode for h, s in zip(http, stock)])
     print()
-    print(f"Offline stack, stand-in policy at temperature {TEMPERATURE:g}, medians of {args.runs} runs (wall clock); "
-          f"runtimes with {args.workers} app process(es) each")
-    print(f"  machine load (1-minute average, {os.cpu_count()} cores): {load_before[0]:.1f} before, {load_after[0]:.1f} after")
+    print(
+        f"Offline stack, stand-in policy at temperature {TEMPERATURE:g}, medians of {args.runs} runs (wall clock); "
+        f"runtimes with {args.workers} app process(es) each"
+    )
+    print(
+        f"  machine load (1-minute average, {os.cpu_count()} cores): {load_before[0]:.1f} before, {load_after[0]:.1f} after"
+    )
     print(f"  {'path':<38} {'episodes/s':>10} {'model calls/s':>13} {'guesses/s':>10} {'CPU ms/episode':>15}")
     print(_row(f"fast lane ({FAST_LANE_WORKERS} threads)", fast))
     print(_row(f"full HTTP path ({args.concurrency} concurrent)", http))
@@ -406,12 +444,18 @@ def main(argv: list[str] | None = None) -> int:
     print()
     fast_ok = fast_eps >= TARGET_FAST_EPISODES_PER_S
     ratio_ok = ratio >= TARGET_HTTP_RATIO
-    print(f"  fast lane: {fast_eps:.1f} episodes/s (target >= {TARGET_FAST_EPISODES_PER_S:g}): {'OK' if fast_ok else 'BELOW TARGET'}")
-    print(f"  full HTTP path / stock settings, both {args.concurrency} concurrent: {ratio:.2f}x, median of the runs' "
-          f"side-by-side ratios ({', '.join(f'{r:.2f}' for r in per_run)}; ratio of the medians {eps(http) / eps(stock):.2f}x) "
-          f"(target >= {TARGET_HTTP_RATIO:g}x): {'OK' if ratio_ok else 'BELOW TARGET'}")
+    print(
+        f"  fast lane: {fast_eps:.1f} episodes/s (target >= {TARGET_FAST_EPISODES_PER_S:g}): {'OK' if fast_ok else 'BELOW TARGET'}"
+    )
+    print(
+        f"  full HTTP path / stock settings, both {args.concurrency} concurrent: {ratio:.2f}x, median of the runs' "
+        f"side-by-side ratios ({', '.join(f'{r:.2f}' for r in per_run)}; ratio of the medians {eps(http) / eps(stock):.2f}x) "
+        f"(target >= {TARGET_HTTP_RATIO:g}x): {'OK' if ratio_ok else 'BELOW TARGET'}"
+    )
     print(f"  the same in CPU per episode (hardly moved by other load): {cpu_ratio:.2f}x")
-    print(f"  for reference, against stock settings run one at a time (mixes in concurrency): {eps(http) / eps(stock_seq):.2f}x")
+    print(
+        f"  for reference, against stock settings run one at a time (mixes in concurrency): {eps(http) / eps(stock_seq):.2f}x"
+    )
     return 0 if fast_ok and ratio_ok else 1
 
 

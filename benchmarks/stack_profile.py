@@ -27,22 +27,44 @@ OTHER = "other (asyncio, json, stdlib)"
 COMPONENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("policy (stand-in)", ("mtrl_course/local/policy.py",)),
     ("emulator (Job Runtime)", ("mtrl_course/local/jobruntime.py", "mtrl_course/local/tokens.py")),
-    ("token signing (SigV4)", ("sagemaker/core/token_generator", "botocore/auth.py", "botocore/signers.py", "botocore/credentials.py")),
-    ("game + reward", ("wordle_agent/game.py", "wordle_agent/reward.py", "wordle_agent/words.py", "wordle_agent/recovery.py")),
+    (
+        "token signing (SigV4)",
+        ("sagemaker/core/token_generator", "botocore/auth.py", "botocore/signers.py", "botocore/credentials.py"),
+    ),
+    (
+        "game + reward",
+        ("wordle_agent/game.py", "wordle_agent/reward.py", "wordle_agent/words.py", "wordle_agent/recovery.py"),
+    ),
     ("feedback POSTs (requests)", ("/requests/", "/urllib3/")),
-    ("model client (OpenAIModel, openai, httpx)", ("strands/models/", "/openai/", "/httpx/", "/httpcore/", "sagemaker/train/rft/adapters")),
+    (
+        "model client (OpenAIModel, openai, httpx)",
+        ("strands/models/", "/openai/", "/httpx/", "/httpcore/", "sagemaker/train/rft/adapters"),
+    ),
     ("Strands agent loop", ("/strands/",)),
     ("handler (wordle_agent, SDK decorator)", ("wordle_agent/", "sagemaker/train/rft/")),
-    ("app server (AgentCore app, uvicorn, starlette)", ("bedrock_agentcore/", "/uvicorn/", "/h11/", "/starlette/", "/anyio/")),
+    (
+        "app server (AgentCore app, uvicorn, starlette)",
+        ("bedrock_agentcore/", "/uvicorn/", "/h11/", "/starlette/", "/anyio/"),
+    ),
     ("telemetry (opentelemetry)", ("/opentelemetry/",)),
     ("pydantic", ("/pydantic/", "/pydantic_core/")),
 )
 # Innermost frames that mean "waiting", not working.
 IDLE_LEAVES = {
-    ("selectors.py", "select"), ("threading.py", "wait"), ("threading.py", "_wait_for_tstate_lock"),
-    ("queue.py", "get"), ("socket.py", "readinto"), ("socket.py", "accept"), ("thread.py", "_worker"),
-    ("ssl.py", "read"), ("ssl.py", "recv_into"), ("threading.py", "join"), ("_base.py", "result"),
-    ("stack_profile.py", "_run"), ("http/client.py", "_read_status"), ("_threading_local.py", "__getattribute__"),
+    ("selectors.py", "select"),
+    ("threading.py", "wait"),
+    ("threading.py", "_wait_for_tstate_lock"),
+    ("queue.py", "get"),
+    ("socket.py", "readinto"),
+    ("socket.py", "accept"),
+    ("thread.py", "_worker"),
+    ("ssl.py", "read"),
+    ("ssl.py", "recv_into"),
+    ("threading.py", "join"),
+    ("_base.py", "result"),
+    ("stack_profile.py", "_run"),
+    ("http/client.py", "_read_status"),
+    ("_threading_local.py", "__getattribute__"),
 }
 # Leaves that are the caller's time.sleep polls (their Python frame is the caller's).
 SLEEPERS = {("runtime.py", "_watch_ready"), ("runtime.py", "_begin")}
@@ -91,12 +113,16 @@ class Profile:
     detail: Counter
 
     def details(self, top: int = 25) -> list[str]:
-        return [f"    {100 * n / self.busy:5.1f}%  {name:<40} {where}" for (name, where), n in self.detail.most_common(top)]
+        return [
+            f"    {100 * n / self.busy:5.1f}%  {name:<40} {where}" for (name, where), n in self.detail.most_common(top)
+        ]
 
     def summary(self, title: str, top: int = 8) -> list[str]:
         per_episode_cpu = 1000 * self.cpu_s / self.episodes
-        lines = [f"{title}: {per_episode_cpu:.0f} ms of CPU per episode ({self.episodes} episodes, "
-                 f"{1000 * self.wall_s / self.episodes:.0f} ms wall each, {self.busy} busy samples)"]
+        lines = [
+            f"{title}: {per_episode_cpu:.0f} ms of CPU per episode ({self.episodes} episodes, "
+            f"{1000 * self.wall_s / self.episodes:.0f} ms wall each, {self.busy} busy samples)"
+        ]
         for name, count in self.samples.most_common(top):
             share = count / self.busy if self.busy else 0.0
             lines.append(f"    {name:<48} {100 * share:5.1f}%  ~{share * per_episode_cpu:5.0f} ms")

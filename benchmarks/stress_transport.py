@@ -39,8 +39,9 @@ TEMPERATURE = 1.0
 SEED = 11
 
 
-def burst(runtime, emulator, prompts: list[str], count: int, label: str, invoke_timeout: float,
-          restart_at: int | None = None) -> dict:
+def burst(
+    runtime, emulator, prompts: list[str], count: int, label: str, invoke_timeout: float, restart_at: int | None = None
+) -> dict:
     from mtrl_course.local import fastlane
     from mtrl_course.local.policy import StandInPolicy
     from mtrl_course.local.service import ServiceError
@@ -51,7 +52,9 @@ def burst(runtime, emulator, prompts: list[str], count: int, label: str, invoke_
     outcomes: dict[str, tuple[str, str, float]] = {}
 
     def invoke(i: int) -> None:
-        payload = fastlane.payload_for(prompts[i % len(prompts)], arn, tids[i], temperature=TEMPERATURE, top_p=None, max_tokens=None)
+        payload = fastlane.payload_for(
+            prompts[i % len(prompts)], arn, tids[i], temperature=TEMPERATURE, top_p=None, max_tokens=None
+        )
         payload["metadata"].update(endpoint=emulator.endpoint, region=bench_stack.REGION)
         started = time.monotonic()
         try:
@@ -71,7 +74,8 @@ def burst(runtime, emulator, prompts: list[str], count: int, label: str, invoke_
     if restart_at is not None:
         # All connected, and the agents busy: at least half have reached the policy.
         while time.monotonic() - started < invoke_timeout and (
-            runtime.in_flight < restart_at or sum(1 for r in emulator.trajectories(arn) if r.sample_count) < restart_at // 2
+            runtime.in_flight < restart_at
+            or sum(1 for r in emulator.trajectories(arn) if r.sample_count) < restart_at // 2
         ):
             time.sleep(0.01)
         in_flight_at_restart = runtime.in_flight
@@ -90,15 +94,22 @@ def burst(runtime, emulator, prompts: list[str], count: int, label: str, invoke_
     hung = [t for t in tids if t not in outcomes]
     failed = Counter(code for code, _, _ in outcomes.values() if code != "ok")
     told_failed_but_recorded = [
-        t for t, (code, message, _) in outcomes.items()
+        t
+        for t, (code, message, _) in outcomes.items()
         if code != "ok" and rewarded.get(t) is not None and "already reported" not in message
     ]
     ok_without_reward = [t for t, (code, _, _) in outcomes.items() if code == "ok" and rewarded.get(t) is None]
     result = {
-        "label": label, "rollouts": count, "answered_ok": sum(1 for o in outcomes.values() if o[0] == "ok"),
-        "failed": dict(failed), "lost": sum(1 for t in tids if t not in by_tid), "duplicated": sum(1 for n in by_tid.values() if n > 1),
-        "hung": len(hung), "told_failed_but_reward_recorded": len(told_failed_but_recorded),
-        "ok_without_reward": len(ok_without_reward), "seconds": round(seconds, 2),
+        "label": label,
+        "rollouts": count,
+        "answered_ok": sum(1 for o in outcomes.values() if o[0] == "ok"),
+        "failed": dict(failed),
+        "lost": sum(1 for t in tids if t not in by_tid),
+        "duplicated": sum(1 for n in by_tid.values() if n > 1),
+        "hung": len(hung),
+        "told_failed_but_reward_recorded": len(told_failed_but_recorded),
+        "ok_without_reward": len(ok_without_reward),
+        "seconds": round(seconds, 2),
         "slowest_answer_s": round(max((o[2] for o in outcomes.values()), default=0.0), 2),
     }
     if failed:
@@ -110,7 +121,9 @@ def burst(runtime, emulator, prompts: list[str], count: int, label: str, invoke_
         result["cut_off"] = len(cut)
         result["told_truth_reward_recorded"] = sum(1 for t in cut if "already reported" in outcomes[t][1])
         ends = [o[2] for t, o in outcomes.items() if t in cut]
-        result["slowest_cut_answer_after_restart_s"] = round(max(ends, default=0.0) - (cut_at - started), 2) if ends else None
+        result["slowest_cut_answer_after_restart_s"] = (
+            round(max(ends, default=0.0) - (cut_at - started), 2) if ends else None
+        )
     emulator.close_job(arn)
     return result
 
@@ -137,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
         runtimes = [in_process]
         try:
             if args.mode == "subprocess":
-                runtime = bench_stack._process_runtime("wordle_agent.main:app", "StressAgent", dict(in_process.env), Path(state) / "runtime.log")
+                runtime = bench_stack._process_runtime(
+                    "wordle_agent.main:app", "StressAgent", dict(in_process.env), Path(state) / "runtime.log"
+                )
                 runtimes.append(runtime)
             else:
                 runtime = in_process
@@ -145,20 +160,35 @@ def main(argv: list[str] | None = None) -> int:
             burst(runtime, emulator, prompts, 4, "warm", args.invoke_timeout)
             for concurrency in args.concurrency:
                 for b in range(args.bursts):
-                    results.append(burst(runtime, emulator, prompts, concurrency, f"c{concurrency}-b{b}", args.invoke_timeout))
+                    results.append(
+                        burst(runtime, emulator, prompts, concurrency, f"c{concurrency}-b{b}", args.invoke_timeout)
+                    )
                     print(json.dumps(results[-1]), flush=True)
             if args.restart_in_flight:
                 count = args.restart_in_flight
-                results.append(burst(runtime, emulator, prompts, count, "restart", args.invoke_timeout, restart_at=count))
+                results.append(
+                    burst(runtime, emulator, prompts, count, "restart", args.invoke_timeout, restart_at=count)
+                )
                 print(json.dumps(results[-1]), flush=True)
         finally:
             for item in runtimes:
                 item.close()
             aws.reset_offline(Path(state))
-    bad = [r for r in results if r["failed"] and r["label"] != "restart" or r["lost"] or r["duplicated"] or r["hung"]
-           or r["told_failed_but_reward_recorded"] or r["ok_without_reward"]]
-    print(f"\n{len(results)} bursts, {sum(r['rollouts'] for r in results)} rollouts: "
-          f"{'all clean' if not bad else f'{len(bad)} with lost, duplicated, hung or failed rollouts'}")
+    bad = [
+        r
+        for r in results
+        if r["failed"]
+        and r["label"] != "restart"
+        or r["lost"]
+        or r["duplicated"]
+        or r["hung"]
+        or r["told_failed_but_reward_recorded"]
+        or r["ok_without_reward"]
+    ]
+    print(
+        f"\n{len(results)} bursts, {sum(r['rollouts'] for r in results)} rollouts: "
+        f"{'all clean' if not bad else f'{len(bad)} with lost, duplicated, hung or failed rollouts'}"
+    )
     return 1 if bad else 0
 
 

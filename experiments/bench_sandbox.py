@@ -43,7 +43,9 @@ def main() -> int:
     cached()
     fresh_s, cached_s = median_seconds(fresh), median_seconds(cached)
     print("isolation:", ", ".join(row["layer"] for row in layers.rows() if row["active"]))
-    print(f"fresh submission: median {fresh_s * 1000:.0f} ms; cached: median {cached_s * 1e6:.0f} us; ratio {fresh_s / cached_s:.0f}x")
+    print(
+        f"fresh submission: median {fresh_s * 1000:.0f} ms; cached: median {cached_s * 1e6:.0f} us; ratio {fresh_s / cached_s:.0f}x"
+    )
     return 0
 
 

@@ -31,17 +31,34 @@ from coding_agent import env, sandbox, tasks, trainer  # noqa: E402
 
 RESULTS = REPO / "experiments" / "results" / "composite_rewards.json"
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
-KEPT = ("asking_rate", "guess_rate", "commit_rate", "correctness", "loop_rate", "turns", "reward",
-        "reward_within_std", "zero_adv_groups", "grad_norm")
+KEPT = (
+    "asking_rate",
+    "guess_rate",
+    "commit_rate",
+    "correctness",
+    "loop_rate",
+    "turns",
+    "reward",
+    "reward_within_std",
+    "zero_adv_groups",
+    "grad_norm",
+)
 PER_COMPONENT = ("mean", "within_std", "adv_share", "weight")
 DIGITS = 4
 
 
 def git_commit() -> str:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "agent_src/coding_agent", "experiments/composite_rewards.py"],
-                               cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "agent_src/coding_agent", "experiments/composite_rewards.py"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         return out + ("+uncommitted-changes" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -79,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         runs[name][str(seed)] = compact(trainer.train(trainer.with_seed(configs[name], seed)))
     layers = sandbox.isolation()
     payload = {
-        "command": "python " + shlex.join(["experiments/composite_rewards.py", *(argv if argv is not None else sys.argv[1:])]),
+        "command": "python "
+        + shlex.join(["experiments/composite_rewards.py", *(argv if argv is not None else sys.argv[1:])]),
         "git_commit": git_commit(),
         "seeds": args.seeds,
         "tasks": len(tasks.all_tasks()),
@@ -92,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"wrote {args.out.relative_to(REPO) if args.out.is_relative_to(REPO) else args.out} in {payload['total_seconds']} s")
+    print(
+        f"wrote {args.out.relative_to(REPO) if args.out.is_relative_to(REPO) else args.out} in {payload['total_seconds']} s"
+    )
     return 0
 
 

@@ -95,12 +95,14 @@ class MemoryJob:
 
     category = "AgentRFT"
 
-    def __init__(self, name: str, hyperparameters: dict[str, Any], prompts: dict[str, list[str]], account: str,
-                 tracking_uri: str) -> None:
+    def __init__(
+        self, name: str, hyperparameters: dict[str, Any], prompts: dict[str, list[str]], account: str, tracking_uri: str
+    ) -> None:
         self.name = name
         self.arn = f"arn:aws:sagemaker:{REGION}:{account}:job/AgentRFT/{name}"
-        self.config = SimpleNamespace(base_model=MODEL, input_model_package_arn=None,
-                                      output_model_package_group_arn=None, region=REGION)
+        self.config = SimpleNamespace(
+            base_model=MODEL, input_model_package_arn=None, output_model_package_group_arn=None, region=REGION
+        )
         self._hp = hyperparameters
         self._prompts = prompts
         self._tracking_uri = tracking_uri
@@ -128,6 +130,7 @@ class MemoryJob:
     def add_billable_tokens(self, prefill: int = 0, sample: int = 0, train: int = 0) -> None: ...
     def register_output_model_package(self, description: str = "", checkpoint: bool = False) -> str:
         return ""
+
     def log(self, message: str) -> None: ...
     def should_stop(self) -> bool:
         return False
@@ -204,8 +207,15 @@ class Lab:
         self.tracking_uri = f"sqlite:///{state / 'lessons-mlflow.db'}"
         self.adapter_dir = state / "adapters"
 
-    def train(self, seed: int, *, reward: str = runner.REWARD_TIERED, train_rows: list[str] | None = None,
-              start: Adapter | None = None, **overrides: Any) -> tuple[Adapter, MemoryJob, float]:
+    def train(
+        self,
+        seed: int,
+        *,
+        reward: str = runner.REWARD_TIERED,
+        train_rows: list[str] | None = None,
+        start: Adapter | None = None,
+        **overrides: Any,
+    ) -> tuple[Adapter, MemoryJob, float]:
         """One training run through the real runner; (adapter, job, seconds).
 
         `start` continues from an adapter, as a job given an input model package does.
@@ -257,7 +267,9 @@ def evaluate(adapter: Adapter, seed: int, *, temperature: float, effort: str, wo
     emulator = JobRuntimeEmulator()
     from mtrl_course.aws import offline_backend
 
-    arn = f"arn:aws:sagemaker:{REGION}:{offline_backend().account}:job/AgentRFTEvaluation/lessons-eval-{_EVAL_COUNTER[0]}"
+    arn = (
+        f"arn:aws:sagemaker:{REGION}:{offline_backend().account}:job/AgentRFTEvaluation/lessons-eval-{_EVAL_COUNTER[0]}"
+    )
     emulator.register_job(arn, StandInPolicy(adapter, seed=seed))
     weights = BASE_WEIGHTS + adapter.weights
     os.environ[rollout.REASONING_EFFORT_ENV] = effort
@@ -286,16 +298,22 @@ def evaluate(adapter: Adapter, seed: int, *, temperature: float, effort: str, wo
                         logits = phi @ weights + np.asarray(trace["offsets"])
                         prob = np.exp(logits - logits.max())
                         prob /= prob.sum()
-                        mask = (phi[:, FEATURE_NAMES.index("consistent")] == 1) & (phi[:, FEATURE_NAMES.index("common_word")] == 0)
+                        mask = (phi[:, FEATURE_NAMES.index("consistent")] == 1) & (
+                            phi[:, FEATURE_NAMES.index("common_word")] == 0
+                        )
                         obscure.append(float(prob[mask].sum()))
-                per_game.append({
-                    "obscure_prob": float(np.mean(obscure)) if obscure else 0.0,
-                    "reward": float(game.final_reward()),
-                    "solved": bool(game.solved),
-                    "guesses": len(game.guesses),
-                    "loop": any(isinstance(s.policy_trace, dict) and s.policy_trace.get("kind") == "loop" for s in samples),
-                    "completion_tokens": sum(s.completion_tokens for s in samples),
-                })
+                per_game.append(
+                    {
+                        "obscure_prob": float(np.mean(obscure)) if obscure else 0.0,
+                        "reward": float(game.final_reward()),
+                        "solved": bool(game.solved),
+                        "guesses": len(game.guesses),
+                        "loop": any(
+                            isinstance(s.policy_trace, dict) and s.policy_trace.get("kind") == "loop" for s in samples
+                        ),
+                        "completion_tokens": sum(s.completion_tokens for s in samples),
+                    }
+                )
     emulator.close_job(arn)
     solved = [g for g in per_game if g["solved"]]
     return Evaluation(
@@ -331,9 +349,12 @@ def run_seed(seed: int, budget: str, lab: Lab, progress: tqdm) -> dict[str, Any]
     step("default run")
     val = job.metric("val/reward/pass_at_1")
     reward = job.metric("rollout/reward/mean")
-    out["default_run"] = {"seconds": seconds, "val_pass_at_1": {str(k): v for k, v in sorted(val.items())},
-                          "train_reward_mean": {str(k): v for k, v in sorted(reward.items())},
-                          "adapter_norm": float(np.linalg.norm(trained.weights))}
+    out["default_run"] = {
+        "seconds": seconds,
+        "val_pass_at_1": {str(k): v for k, v in sorted(val.items())},
+        "train_reward_mean": {str(k): v for k, v in sorted(reward.items())},
+        "adapter_norm": float(np.linalg.norm(trained.weights)),
+    }
 
     # 1 and 2: the four-setting grid, base and trained
     grid = {}
@@ -342,8 +363,10 @@ def run_seed(seed: int, budget: str, lab: Lab, progress: tqdm) -> dict[str, Any]
             for temperature in TEMPERATURES:
                 e = ev(adapter, temperature, effort)
                 grid[f"{model}/{effort}/T{temperature:g}"] = {
-                    "solve_rate": e.solve_rate, "loop_games": e.loop_games,
-                    "completion_tokens_per_game": e.completion_tokens_per_game, "games": e.games,
+                    "solve_rate": e.solve_rate,
+                    "loop_games": e.loop_games,
+                    "completion_tokens_per_game": e.completion_tokens_per_game,
+                    "games": e.games,
                 }
                 step(f"{model} {effort} T{temperature:g}")
     out["grid"] = grid
@@ -355,37 +378,59 @@ def run_seed(seed: int, budget: str, lab: Lab, progress: tqdm) -> dict[str, Any]
     design = {}
     for variant in (runner.REWARD_TIERED, runner.REWARD_LEGACY):
         adapter, _, _ = lab.train(seed, reward=variant, start=trained, val_every=0)
-        e = evaluate(adapter, seed, temperature=1.0, effort=DEPLOYED_EFFORT, words=words,
-                     rollouts=rollouts * REWARD_ROLLOUTS)
-        design[variant] = {"solve_rate": e.solve_rate, "solved_within_3": e.solved_within_3,
-                           "guesses_per_solve": e.guesses_per_solve, "mean_reward": e.mean_reward,
-                           "obscure_prob": e.obscure_prob,
-                           "mean_guesses": float(np.mean([g["guesses"] for g in e.per_game])),
-                           "adapter": adapter.weights.round(3).tolist()}
+        e = evaluate(
+            adapter, seed, temperature=1.0, effort=DEPLOYED_EFFORT, words=words, rollouts=rollouts * REWARD_ROLLOUTS
+        )
+        design[variant] = {
+            "solve_rate": e.solve_rate,
+            "solved_within_3": e.solved_within_3,
+            "guesses_per_solve": e.guesses_per_solve,
+            "mean_reward": e.mean_reward,
+            "obscure_prob": e.obscure_prob,
+            "mean_guesses": float(np.mean([g["guesses"] for g in e.per_game])),
+            "adapter": adapter.weights.round(3).tolist(),
+        }
         step(f"{variant} continued")
-    design["start"] = {"solve_rate": served_eval.solve_rate, "solved_within_3": served_eval.solved_within_3,
-                       "obscure_prob": served_eval.obscure_prob,
-                       "guesses_per_solve": served_eval.guesses_per_solve, "adapter": trained.weights.round(3).tolist()}
+    design["start"] = {
+        "solve_rate": served_eval.solve_rate,
+        "solved_within_3": served_eval.solved_within_3,
+        "obscure_prob": served_eval.obscure_prob,
+        "guesses_per_solve": served_eval.guesses_per_solve,
+        "adapter": trained.weights.round(3).tolist(),
+    }
     out["reward_design"] = design
 
     # 5. group size at an equal episode budget, and the curriculum (validation at 0 and 10 only)
     final_val = val[max(val)]
-    groups = {"8": {"eval_T1_solve": served_eval.solve_rate, "eval_T1_reward": served_eval.mean_reward,
-                    "final_val": final_val}}
+    groups = {
+        "8": {
+            "eval_T1_solve": served_eval.solve_rate,
+            "eval_T1_reward": served_eval.mean_reward,
+            "final_val": final_val,
+        }
+    }
     for group in GROUP_SIZES[1:]:
         adapter, gjob, _ = lab.train(seed, group_size=group, global_batch_size=EPISODES_PER_STEP // group, val_every=10)
         gval = gjob.metric("val/reward/pass_at_1")
         e = ev(adapter, 1.0)
-        groups[str(group)] = {"eval_T1_solve": e.solve_rate, "eval_T1_reward": e.mean_reward, "final_val": gval[max(gval)],
-                              # Why a null can happen: Adam's update barely depends on the batch.
-                              "adapter_distance_to_group_8": float(np.linalg.norm(adapter.vector() - trained.vector()))}
+        groups[str(group)] = {
+            "eval_T1_solve": e.solve_rate,
+            "eval_T1_reward": e.mean_reward,
+            "final_val": gval[max(gval)],
+            # Why a null can happen: Adam's update barely depends on the batch.
+            "adapter_distance_to_group_8": float(np.linalg.norm(adapter.vector() - trained.vector())),
+        }
         step(f"group {group}")
     out["group_size"] = groups
     cadapter, cjob, _ = lab.train(seed, train_rows=curriculum_rows(_rows("training"), seed), val_every=10)
     cval = cjob.metric("val/reward/pass_at_1")
     e = ev(cadapter, 1.0)
-    out["curriculum"] = {"eval_T1_solve": e.solve_rate, "eval_T1_reward": e.mean_reward, "final_val": cval[max(cval)],
-                         "adapter_distance_to_default": float(np.linalg.norm(cadapter.vector() - trained.vector()))}
+    out["curriculum"] = {
+        "eval_T1_solve": e.solve_rate,
+        "eval_T1_reward": e.mean_reward,
+        "final_val": cval[max(cval)],
+        "adapter_distance_to_default": float(np.linalg.norm(cadapter.vector() - trained.vector())),
+    }
     step("curriculum")
     return out
 
@@ -399,8 +444,13 @@ STEPS_PER_SEED = 1 + 2 * len(EFFORTS) * len(TEMPERATURES) + 2 + (len(GROUP_SIZES
 def summary(values: Sequence[float]) -> dict[str, float]:
     v = np.asarray(values, dtype=float)
     sd = float(v.std(ddof=1)) if len(v) > 1 else float("nan")
-    return {"mean": float(v.mean()), "sd": sd, "se": sd / np.sqrt(len(v)) if len(v) > 1 else float("nan"),
-            "n": int(len(v)), "values": [float(x) for x in v]}
+    return {
+        "mean": float(v.mean()),
+        "sd": sd,
+        "se": sd / np.sqrt(len(v)) if len(v) > 1 else float("nan"),
+        "n": int(len(v)),
+        "values": [float(x) for x in v],
+    }
 
 
 def _holds(stat: dict[str, float]) -> bool:
@@ -409,6 +459,7 @@ def _holds(stat: dict[str, float]) -> bool:
 
 def statistics(seeds: list[dict]) -> dict[str, dict[str, Any]]:
     """Each point's statistics across seeds (positive = the expected direction)."""
+
     def grid(s: dict, model: str, effort: str, t: float, key: str = "solve_rate") -> float:
         return s["grid"][f"{model}/{effort}/T{t:g}"][key]
 
@@ -416,38 +467,63 @@ def statistics(seeds: list[dict]) -> dict[str, dict[str, Any]]:
     for model in ("base", "trained"):
         for effort in EFFORTS:
             stats[f"1 greedy fails: {model} {effort}, T1 - T0"] = summary(
-                [grid(s, model, effort, 1.0) - grid(s, model, effort, 0.0) for s in seeds])
+                [grid(s, model, effort, 1.0) - grid(s, model, effort, 0.0) for s in seeds]
+            )
     stats["2 effort helps: base medium - low (T1)"] = summary(
-        [grid(s, "base", "medium", 1.0) - grid(s, "base", "low", 1.0) for s in seeds])
+        [grid(s, "base", "medium", 1.0) - grid(s, "base", "low", 1.0) for s in seeds]
+    )
     stats["2 effort helps the base more: base gain - trained gain (T1)"] = summary(
-        [(grid(s, "base", "medium", 1.0) - grid(s, "base", "low", 1.0))
-         - (grid(s, "trained", "medium", 1.0) - grid(s, "trained", "low", 1.0)) for s in seeds])
+        [
+            (grid(s, "base", "medium", 1.0) - grid(s, "base", "low", 1.0))
+            - (grid(s, "trained", "medium", 1.0) - grid(s, "trained", "low", 1.0))
+            for s in seeds
+        ]
+    )
     stats["2 effort costs tokens: medium - low completion tokens/game (trained, T1)"] = summary(
-        [grid(s, "trained", "medium", 1.0, "completion_tokens_per_game")
-         - grid(s, "trained", "low", 1.0, "completion_tokens_per_game") for s in seeds])
+        [
+            grid(s, "trained", "medium", 1.0, "completion_tokens_per_game")
+            - grid(s, "trained", "low", 1.0, "completion_tokens_per_game")
+            for s in seeds
+        ]
+    )
 
     def val(s: dict) -> dict[int, float]:
         return {int(k): v for k, v in s["default_run"]["val_pass_at_1"].items()}
 
     stats["3 plateau: validation rise, final - step 0"] = summary([val(s)[max(val(s))] - val(s)[0] for s in seeds])
     stats["3 plateau: headroom, 1 - final validation"] = summary([1 - val(s)[max(val(s))] for s in seeds])
-    stats["3 plateau: served (T1, low) - final validation"] = summary([s["served"] - val(s)[max(val(s))] for s in seeds])
+    stats["3 plateau: served (T1, low) - final validation"] = summary(
+        [s["served"] - val(s)[max(val(s))] for s in seeds]
+    )
     info = FEATURE_NAMES.index("information")
     stats["4 reward design: information weight, tiered - legacy (continued)"] = summary(
-        [s["reward_design"]["tiered"]["adapter"][info] - s["reward_design"]["legacy"]["adapter"][info] for s in seeds])
+        [s["reward_design"]["tiered"]["adapter"][info] - s["reward_design"]["legacy"]["adapter"][info] for s in seeds]
+    )
     stats["4 reward design: solved within 3, tiered - legacy (continued, T1)"] = summary(
-        [s["reward_design"]["tiered"]["solved_within_3"] - s["reward_design"]["legacy"]["solved_within_3"] for s in seeds])
+        [
+            s["reward_design"]["tiered"]["solved_within_3"] - s["reward_design"]["legacy"]["solved_within_3"]
+            for s in seeds
+        ]
+    )
     stats["4 reward design: guesses per solve, legacy - tiered (continued, T1)"] = summary(
-        [s["reward_design"]["legacy"]["guesses_per_solve"] - s["reward_design"]["tiered"]["guesses_per_solve"] for s in seeds])
+        [
+            s["reward_design"]["legacy"]["guesses_per_solve"] - s["reward_design"]["tiered"]["guesses_per_solve"]
+            for s in seeds
+        ]
+    )
     for group in GROUP_SIZES[1:]:
         stats[f"5 group {group} - 8: eval T1 mean reward (equal episodes)"] = summary(
-            [s["group_size"][str(group)]["eval_T1_reward"] - s["group_size"]["8"]["eval_T1_reward"] for s in seeds])
+            [s["group_size"][str(group)]["eval_T1_reward"] - s["group_size"]["8"]["eval_T1_reward"] for s in seeds]
+        )
         stats[f"5 group {group} - 8: final validation (equal episodes)"] = summary(
-            [s["group_size"][str(group)]["final_val"] - s["group_size"]["8"]["final_val"] for s in seeds])
+            [s["group_size"][str(group)]["final_val"] - s["group_size"]["8"]["final_val"] for s in seeds]
+        )
     stats["5 curriculum - default: eval T1 mean reward"] = summary(
-        [s["curriculum"]["eval_T1_reward"] - s["group_size"]["8"]["eval_T1_reward"] for s in seeds])
+        [s["curriculum"]["eval_T1_reward"] - s["group_size"]["8"]["eval_T1_reward"] for s in seeds]
+    )
     stats["5 curriculum - default: final validation"] = summary(
-        [s["curriculum"]["final_val"] - s["group_size"]["8"]["final_val"] for s in seeds])
+        [s["curriculum"]["final_val"] - s["group_size"]["8"]["final_val"] for s in seeds]
+    )
     for stat in stats.values():
         stat["holds"] = _holds(stat)
         stat["opposite"] = bool(np.isfinite(stat["se"]) and stat["mean"] < -2 * stat["se"])
@@ -460,11 +536,15 @@ def levels(seeds: list[dict]) -> dict[str, dict[str, float]]:
     for key in seeds[0]["grid"]:
         out[f"grid {key} solve rate"] = summary([s["grid"][key]["solve_rate"] for s in seeds])
         out[f"grid {key} loop games"] = summary([s["grid"][key]["loop_games"] for s in seeds])
-        out[f"grid {key} completion tokens/game"] = summary([s["grid"][key]["completion_tokens_per_game"] for s in seeds])
+        out[f"grid {key} completion tokens/game"] = summary(
+            [s["grid"][key]["completion_tokens_per_game"] for s in seeds]
+        )
     for step in seeds[0]["default_run"]["val_pass_at_1"]:
         out[f"default run val pass@1 step {step}"] = summary([s["default_run"]["val_pass_at_1"][step] for s in seeds])
     for step in seeds[0]["default_run"]["train_reward_mean"]:
-        out[f"default run train reward step {step}"] = summary([s["default_run"]["train_reward_mean"][step] for s in seeds])
+        out[f"default run train reward step {step}"] = summary(
+            [s["default_run"]["train_reward_mean"][step] for s in seeds]
+        )
     out["default run seconds"] = summary([s["default_run"]["seconds"] for s in seeds])
     out["served (T1, low)"] = summary([s["served"] for s in seeds])
     for variant in ("start", "tiered", "legacy"):
@@ -477,16 +557,18 @@ def levels(seeds: list[dict]) -> dict[str, dict[str, float]]:
         out[f"curriculum {key}"] = summary([s["curriculum"][key] for s in seeds])
     for group in GROUP_SIZES[1:]:
         out[f"group {group} adapter distance to group 8"] = summary(
-            [s["group_size"][str(group)]["adapter_distance_to_group_8"] for s in seeds])
-    out["curriculum adapter distance to default"] = summary([s["curriculum"]["adapter_distance_to_default"] for s in seeds])
+            [s["group_size"][str(group)]["adapter_distance_to_group_8"] for s in seeds]
+        )
+    out["curriculum adapter distance to default"] = summary(
+        [s["curriculum"]["adapter_distance_to_default"] for s in seeds]
+    )
     out["default adapter norm"] = summary([s["default_run"]["adapter_norm"] for s in seeds])
     return out
 
 
 def table(stats: dict[str, dict[str, Any]]) -> str:
     width = max(len(k) for k in stats)
-    lines = [f"{'statistic (stand-in policy)':<{width}}  {'mean':>8} {'sd':>7} {'se':>7}  verdict",
-             "-" * (width + 40)]
+    lines = [f"{'statistic (stand-in policy)':<{width}}  {'mean':>8} {'sd':>7} {'se':>7}  verdict", "-" * (width + 40)]
     for key, s in stats.items():
         verdict = "holds (> 2 se)" if s["holds"] else ("opposite (> 2 se)" if s["opposite"] else "null (within 2 se)")
         lines.append(f"{key:<{width}}  {s['mean']:>8.3f} {s['sd']:>7.3f} {s['se']:>7.3f}  {verdict}")
@@ -495,8 +577,9 @@ def table(stats: dict[str, dict[str, Any]]) -> str:
 
 def _git_commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 

@@ -19,10 +19,28 @@ FAKE_AWS_ENV = {
     "AWS_CONFIG_FILE": "/nonexistent/aws-config",
     "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials",
 }
-UNSET_AWS_ENV = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-                 "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE")
-NOISY_LOGGERS = ("httpx", "httpcore", "openai", "urllib3", "botocore", "strands", "opentelemetry",
-                 "bedrock_agentcore", "sagemaker", "uvicorn", "uvicorn.error", "uvicorn.access")
+UNSET_AWS_ENV = (
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+)
+NOISY_LOGGERS = (
+    "httpx",
+    "httpcore",
+    "openai",
+    "urllib3",
+    "botocore",
+    "strands",
+    "opentelemetry",
+    "bedrock_agentcore",
+    "sagemaker",
+    "uvicorn",
+    "uvicorn.error",
+    "uvicorn.access",
+)
 
 
 @pytest.fixture(autouse=True)

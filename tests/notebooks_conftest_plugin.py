@@ -62,7 +62,9 @@ def _nbval_active(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{MARKER}: a cell of a notebook, checked by nbval (deselect with -m 'not {MARKER}')")
+    config.addinivalue_line(
+        "markers", f"{MARKER}: a cell of a notebook, checked by nbval (deselect with -m 'not {MARKER}')"
+    )
     if _nbval_active(config):
         # The environment `mtrl notebooks run` gives the kernels whose outputs nbval compares.
         from mtrl_course.curriculum.executor import KERNEL_ENV, KERNEL_ENV_DROP

@@ -77,9 +77,15 @@ def _work(payload: dict) -> dict:
     kind, metadata = payload["prompt"], payload["metadata"]
     if kind == "hold-then-report":
         # One sampling call first: the test sees the rollout has reached the agent.
-        _post(metadata["endpoint"], "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]}, **{
-            "X-Amzn-SageMaker-Job-Arn": metadata["jobArn"], "X-Amzn-SageMaker-Trajectory-Id": metadata["rolloutId"],
-        })
+        _post(
+            metadata["endpoint"],
+            "/v1/chat/completions",
+            {"messages": [{"role": "user", "content": "hi"}]},
+            **{
+                "X-Amzn-SageMaker-Job-Arn": metadata["jobArn"],
+                "X-Amzn-SageMaker-Trajectory-Id": metadata["rolloutId"],
+            },
+        )
         released = RELEASE.wait(HOLD_S)
         status = _report(metadata)
         if released:

@@ -23,8 +23,7 @@ CDK_DIR = deploy.AGENTCORE_DIR / "cdk"
 # How the CLI runs the CDK app: `npm run build` in agentcore/cdk/, then `node dist/bin/cdk.js`.
 CLI_CDK_APP_COMMAND = "node dist/bin/cdk.js"
 ALPHANUMERIC_HYPHEN_MESSAGE = (
-    "Must begin with a letter and contain only alphanumeric characters and underscores"
-    " (max 48 chars)"
+    "Must begin with a letter and contain only alphanumeric characters and underscores (max 48 chars)"
 )
 ACCOUNT_MESSAGE = "AWS account ID must be exactly 12 digits"
 
@@ -95,9 +94,7 @@ def test_our_files_pass_the_cli_schemas(schema_results) -> None:
 def test_runtime_name_with_hyphen_fails(schema_results) -> None:
     result = schema_results["hyphen"]
     assert not result.ok
-    assert [(i.path, i.message) for i in result.issues] == [
-        ("runtimes.0.name", ALPHANUMERIC_HYPHEN_MESSAGE)
-    ]
+    assert [(i.path, i.message) for i in result.issues] == [("runtimes.0.name", ALPHANUMERIC_HYPHEN_MESSAGE)]
 
 
 def test_unknown_runtime_version_fails_listing_the_supported_ones(schema_results) -> None:
@@ -188,7 +185,6 @@ def test_cdk_project_is_what_the_cli_runs() -> None:
     assert tsconfig["compilerOptions"]["outDir"] == "dist"
     assert (CDK_DIR / "bin" / "cdk.ts").is_file()
     assert {"@aws/agentcore-cdk", "aws-cdk-lib", "constructs"} <= set(package["dependencies"])
-
 
 
 # ------------------------------------------------------------------ fetching, with a fake npm

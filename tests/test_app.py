@@ -133,9 +133,7 @@ def test_the_agent_package_imports_nothing_from_the_toolkit() -> None:
                 assert name.split(".")[0] not in FORBIDDEN_IMPORTS, f"{path.name} imports {name}"
 
 
-def test_smoke_payload_plays_a_game_and_reports_the_reward(
-    client: httpx.Client, policy: FakePolicyServer
-) -> None:
+def test_smoke_payload_plays_a_game_and_reports_the_reward(client: httpx.Client, policy: FakePolicyServer) -> None:
     policy.reset(guesses("SLATE", ANSWER))
     reward = invoke(client, smoke_payload(policy.url))
     assert reward >= 1.01
@@ -196,10 +194,14 @@ LISTED_HOSTILE: list[Any] = [
     {"prompt": json.dumps({"prompt": "play", "answer": "crane"}), "metadata": {"region": "../../etc"}},
     {"prompt": json.dumps({"prompt": "play", "answer": "crane"}), "inferenceParams": "hot"},
     {"prompt": json.dumps({"prompt": "play", "answer": "crane"}), "inferenceParams": [0.5]},
-    {"prompt": json.dumps({"prompt": "play", "answer": "crane"}),
-     "inferenceParams": {"temperature": "hot", "maxTokens": -1, "topP": 7}},
-    {"prompt": json.dumps({"prompt": "play", "answer": "crane"}),
-     "inferenceParams": {"temperature": 1e308, "maxTokens": 1.5, "topP": None}},
+    {
+        "prompt": json.dumps({"prompt": "play", "answer": "crane"}),
+        "inferenceParams": {"temperature": "hot", "maxTokens": -1, "topP": 7},
+    },
+    {
+        "prompt": json.dumps({"prompt": "play", "answer": "crane"}),
+        "inferenceParams": {"temperature": 1e308, "maxTokens": 1.5, "topP": None},
+    },
     {"prompt": json.dumps({"prompt": "play", "answer": "crane"}), "inference_params": {"max_tokens": True}},
     {"prompt": json.dumps({"prompt": "play", "answer": "crane"}), "unknown": {"deeply": [{"nested": None}]}},
 ]
@@ -218,9 +220,7 @@ def check_feedback(policy: FakePolicyServer, rollout_id: str, reward: float) -> 
 
 
 @pytest.mark.parametrize("body", LISTED_HOSTILE, ids=lambda b: repr(b)[:40])
-def test_listed_hostile_payloads_get_a_reward(
-    client: httpx.Client, policy: FakePolicyServer, body: Any
-) -> None:
+def test_listed_hostile_payloads_get_a_reward(client: httpx.Client, policy: FakePolicyServer, body: Any) -> None:
     policy.reset(guesses("SLATE", ANSWER))
     invoke(client, body)
     if isinstance(body, dict) and "metadata" not in body:
@@ -237,9 +237,7 @@ JSON_LEAVES = (
 )
 JSON_VALUES = st.recursive(
     JSON_LEAVES,
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
-    ),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4),
     max_leaves=12,
 )
 ANSWERS = st.sampled_from(["CRANE", "slate", "Pious", "cranes", "cr4ne", "", "ÉCLAT", "abcde"])

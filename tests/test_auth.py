@@ -165,7 +165,7 @@ def test_real_signer_works_offline_with_fake_credentials() -> None:
     cache = TokenCache()
     token = cache.get("us-east-1")
     assert token.startswith(TOKEN_PREFIX)
-    presigned = base64.b64decode(token[len(TOKEN_PREFIX):]).decode()
+    presigned = base64.b64decode(token[len(TOKEN_PREFIX) :]).decode()
     assert "Action=CallWithBearerToken" in presigned
     assert "us-east-1" in presigned
     # the credentials come from the environment (conftest's fake values), through the shared session

@@ -9,10 +9,18 @@ import pytest
 from mtrl_course.curriculum import catalog, executor
 
 EXPECTED_FILES = [
-    "00_setup.ipynb", "01_iam_roles.ipynb", "02_deploy_the_agent.ipynb", "03_verify_the_runtime.ipynb",
-    "04_dataset.ipynb", "05_launch_training.ipynb", "06_monitor_in_mlflow.ipynb",
-    "07_evaluate_at_serving_settings.ipynb", "08_clean_up.ipynb", "09_designing_the_reward.ipynb",
-    "10_what_went_wrong.ipynb", "11_custom_composite_rewards.ipynb",
+    "00_setup.ipynb",
+    "01_iam_roles.ipynb",
+    "02_deploy_the_agent.ipynb",
+    "03_verify_the_runtime.ipynb",
+    "04_dataset.ipynb",
+    "05_launch_training.ipynb",
+    "06_monitor_in_mlflow.ipynb",
+    "07_evaluate_at_serving_settings.ipynb",
+    "08_clean_up.ipynb",
+    "09_designing_the_reward.ipynb",
+    "10_what_went_wrong.ipynb",
+    "11_custom_composite_rewards.ipynb",
 ]
 DOLLARS = re.compile(r"\$\d[\d,.]*")
 
@@ -73,7 +81,15 @@ def test_banner_carries_every_field() -> None:
     for entry in catalog.NOTEBOOKS:
         banner = catalog.banner_markdown(entry.nn)
         assert banner.startswith(f"# {entry.nn} · {entry.title}\n")
-        for field in ("Modes", "Time", "Live cost", "Billable resources (live)", "Creates (live)", "Prerequisites", "Tested with"):
+        for field in (
+            "Modes",
+            "Time",
+            "Live cost",
+            "Billable resources (live)",
+            "Creates (live)",
+            "Prerequisites",
+            "Tested with",
+        ):
             assert f"- **{field}:**" in banner, (entry.nn, field)
 
 

@@ -36,14 +36,17 @@ def make_course_resources(session, tmp_path) -> None:
     uploaded = storage.upload_dataset(session=session)
     sagemaker = session.client("sagemaker")
     sagemaker.create_mlflow_app(
-        Name=naming.resource_name("mlflow"), ArtifactStoreUri=storage.s3_uri(uploaded[0].bucket, storage.course_prefix() + "mlflow/"),
-        RoleArn=job_role.arn, Tags=naming.course_tags("05"),
+        Name=naming.resource_name("mlflow"),
+        ArtifactStoreUri=storage.s3_uri(uploaded[0].bucket, storage.course_prefix() + "mlflow/"),
+        RoleArn=job_role.arn,
+        Tags=naming.course_tags("05"),
     )
     for suffix in cleanup.PACKAGE_GROUP_SUFFIXES:
         sagemaker.create_model_package_group(ModelPackageGroupName=MODEL + suffix)
     sagemaker.create_model_package(ModelPackageGroupName=MODEL + "-mtrl-mpg", ModelPackageDescription="adapter")
     sagemaker.create_pipeline(
-        PipelineName=cleanup.EVAL_PIPELINE_PREFIX, PipelineDefinition=json.dumps({"Version": "2020-12-01", "Steps": []}),
+        PipelineName=cleanup.EVAL_PIPELINE_PREFIX,
+        PipelineDefinition=json.dumps({"Version": "2020-12-01", "Steps": []}),
         RoleArn=job_role.arn,
     )
     (tmp_path / cleanup.EVAL_PIPELINE_FILE).write_text("{}")
@@ -52,14 +55,22 @@ def make_course_resources(session, tmp_path) -> None:
 
 def make_unrelated_resources(session) -> None:
     session.client("s3").create_bucket(Bucket=UNRELATED_BUCKET)
-    session.client("iam").create_role(RoleName=UNRELATED_ROLE, AssumeRolePolicyDocument=json.dumps(iam.trust_policy("ec2.amazonaws.com", ["sts:AssumeRole"])))
+    session.client("iam").create_role(
+        RoleName=UNRELATED_ROLE,
+        AssumeRolePolicyDocument=json.dumps(iam.trust_policy("ec2.amazonaws.com", ["sts:AssumeRole"])),
+    )
     session.client("sagemaker").create_model_package_group(ModelPackageGroupName=UNRELATED_GROUP)
 
 
 def unrelated_survive(session) -> bool:
     buckets = {b["Name"] for b in session.client("s3").list_buckets()["Buckets"]}
-    groups = {g["ModelPackageGroupName"] for g in session.client("sagemaker").list_model_package_groups()["ModelPackageGroupSummaryList"]}
-    return UNRELATED_BUCKET in buckets and UNRELATED_GROUP in groups and iam.role_exists(UNRELATED_ROLE, session=session)
+    groups = {
+        g["ModelPackageGroupName"]
+        for g in session.client("sagemaker").list_model_package_groups()["ModelPackageGroupSummaryList"]
+    }
+    return (
+        UNRELATED_BUCKET in buckets and UNRELATED_GROUP in groups and iam.role_exists(UNRELATED_ROLE, session=session)
+    )
 
 
 def test_discover_finds_every_course_resource_and_nothing_else(offline, tmp_path):
@@ -69,11 +80,25 @@ def test_discover_finds_every_course_resource_and_nothing_else(offline, tmp_path
     found = cleanup.discover(offline)
     kinds = list(found[cleanup.KIND])
     assert kinds == sorted(kinds, key=cleanup.ORDER.index)  # deletion order
-    assert set(kinds) == {cleanup.PIPELINE, cleanup.RUNTIME, cleanup.MLFLOW, cleanup.BUCKET, cleanup.PACKAGE_GROUP,
-                          cleanup.ROLE, cleanup.POLICY, cleanup.FILE}
+    assert set(kinds) == {
+        cleanup.PIPELINE,
+        cleanup.RUNTIME,
+        cleanup.MLFLOW,
+        cleanup.BUCKET,
+        cleanup.PACKAGE_GROUP,
+        cleanup.ROLE,
+        cleanup.POLICY,
+        cleanup.FILE,
+    }
     names = set(found[cleanup.NAME])
-    assert {"mtrl-wordle-job-role-offline", "mtrl-wordle-runtime-role-offline", f"{MODEL}-mtrl-mpg",
-            f"{MODEL}-mtrl-checkpoint-mpg", "mtrl-wordle-mlflow-offline", f"mtrl-wordle-{config.MOTO_ACCOUNT}-us-east-1"} <= names
+    assert {
+        "mtrl-wordle-job-role-offline",
+        "mtrl-wordle-runtime-role-offline",
+        f"{MODEL}-mtrl-mpg",
+        f"{MODEL}-mtrl-checkpoint-mpg",
+        "mtrl-wordle-mlflow-offline",
+        f"mtrl-wordle-{config.MOTO_ACCOUNT}-us-east-1",
+    } <= names
     assert not names & {UNRELATED_BUCKET, UNRELATED_ROLE, UNRELATED_GROUP}
     assert all(isinstance(r, cleanup.Resource) for r in found[cleanup.RESOURCE])
     billing = dict(zip(found[cleanup.KIND], found[cleanup.BILLS]))
@@ -170,8 +195,12 @@ class _JobsStub:
     def list_jobs(self, JobCategory, StatusEquals, **_):
         if JobCategory != "AgentRFT":
             return {"JobSummaries": []}
-        return {"JobSummaries": [{"JobName": n, "JobArn": f"arn:aws:sagemaker:us-east-1:{config.MOTO_ACCOUNT}:job/AgentRFT/{n}"}
-                                 for n in ("mine", "instructors", "untagged")]}
+        return {
+            "JobSummaries": [
+                {"JobName": n, "JobArn": f"arn:aws:sagemaker:us-east-1:{config.MOTO_ACCOUNT}:job/AgentRFT/{n}"}
+                for n in ("mine", "instructors", "untagged")
+            ]
+        }
 
     def describe_job(self, JobName, JobCategory):
         run = {"mine": "offline", "instructors": "abc123"}.get(JobName)
@@ -191,7 +220,9 @@ def test_only_this_runs_running_jobs_are_stopped(monkeypatch):
 
 
 def test_printed_forms_mask_real_accounts():
-    resource = cleanup.Resource(cleanup.ROLE, f"arn:aws:iam::{REAL_LOOKING}:role/x", f"aws iam delete-role --role-name x {REAL_LOOKING}")
+    resource = cleanup.Resource(
+        cleanup.ROLE, f"arn:aws:iam::{REAL_LOOKING}:role/x", f"aws iam delete-role --role-name x {REAL_LOOKING}"
+    )
     assert REAL_LOOKING not in str(resource) and "9876" in repr(resource)
     import pandas as pd
 
@@ -220,8 +251,15 @@ def test_the_agentcore_stack_and_a_control_plane_runtime_are_found_and_deleted(o
     control = offline.client("bedrock-agentcore-control")
     control.create_agent_runtime(
         agentRuntimeName=deploy.deployed_runtime_name(),
-        agentRuntimeArtifact={"codeConfiguration": {"code": {"s3": {"bucket": "b", "prefix": "p"}}, "runtime": "PYTHON_3_12", "entryPoint": ["main.py"]}},
-        roleArn=f"arn:aws:iam::{config.MOTO_ACCOUNT}:role/x", networkConfiguration={"networkMode": "PUBLIC"},
+        agentRuntimeArtifact={
+            "codeConfiguration": {
+                "code": {"s3": {"bucket": "b", "prefix": "p"}},
+                "runtime": "PYTHON_3_12",
+                "entryPoint": ["main.py"],
+            }
+        },
+        roleArn=f"arn:aws:iam::{config.MOTO_ACCOUNT}:role/x",
+        networkConfiguration={"networkMode": "PUBLIC"},
     )
     found = cleanup.discover(offline)
     assert list(found[cleanup.KIND]) == [cleanup.STACK, cleanup.RUNTIME]
@@ -238,8 +276,10 @@ def _make_run(session, run: str, monkeypatch) -> None:
     iam.ensure_runtime_role(session=session)
     uploaded = storage.upload_dataset(session=session)
     session.client("sagemaker").create_mlflow_app(
-        Name=naming.resource_name("mlflow"), ArtifactStoreUri=storage.s3_uri(uploaded[0].bucket, storage.course_prefix() + "mlflow/"),
-        RoleArn=role.arn, Tags=naming.course_tags("05"),
+        Name=naming.resource_name("mlflow"),
+        ArtifactStoreUri=storage.s3_uri(uploaded[0].bucket, storage.course_prefix() + "mlflow/"),
+        RoleArn=role.arn,
+        Tags=naming.course_tags("05"),
     )
 
 
@@ -249,7 +289,8 @@ def test_in_a_two_run_account_only_this_runs_resources_are_deleted(offline, tmp_
     for suffix in cleanup.PACKAGE_GROUP_SUFFIXES:  # the trainer's shared get-or-create groups
         sagemaker.create_model_package_group(ModelPackageGroupName=MODEL + suffix)
     sagemaker.create_pipeline(
-        PipelineName=cleanup.EVAL_PIPELINE_PREFIX, PipelineDefinition=json.dumps({"Version": "2020-12-01", "Steps": []}),
+        PipelineName=cleanup.EVAL_PIPELINE_PREFIX,
+        PipelineDefinition=json.dumps({"Version": "2020-12-01", "Steps": []}),
         RoleArn=iam.ensure_job_role(session=offline).arn,
     )
     _make_run(offline, "lrn", monkeypatch)

@@ -26,13 +26,17 @@ def run(capsys, *argv: str) -> tuple[int, str]:
 
 
 # ------------------------------------------------------------------------------------ parsing
-@pytest.mark.parametrize(("text", "expected"), [("base:1.0", ("base", 1.0)), ("trained:0", ("trained", 0.0)),
-                                                ("my-job:2026:0.5", ("my-job:2026", 0.5))])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("base:1.0", ("base", 1.0)), ("trained:0", ("trained", 0.0)), ("my-job:2026:0.5", ("my-job:2026", 0.5))],
+)
 def test_runs_are_model_temperature_pairs(text, expected):
     assert cli._run_spec(text) == expected
 
 
-@pytest.mark.parametrize(("text", "message"), [("base", "is not <model>:<temperature>"), ("base:hot", "'hot' is not a number")])
+@pytest.mark.parametrize(
+    ("text", "message"), [("base", "is not <model>:<temperature>"), ("base:hot", "'hot' is not a number")]
+)
 def test_a_malformed_run_is_refused_with_the_reason(capsys, text, message):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["evaluate", "--runs", text])
@@ -55,7 +59,9 @@ def test_agent_bundle_writes_the_code_bundle(capsys, tmp_path):
 
 def test_agent_serve_prints_its_url_and_stops(capsys, offline):
     code, out = run(capsys, "agent", "serve", "--seconds", "0", "--effort", "medium")
-    assert code == 0 and "serving wordle_agent.main:app at http://127.0.0.1:" in out and out.rstrip().endswith("stopped")
+    assert (
+        code == 0 and "serving wordle_agent.main:app at http://127.0.0.1:" in out and out.rstrip().endswith("stopped")
+    )
     assert "runtime/WordleMTRL_WordleAgent-" in out
     assert offline.runtimes.all() == []  # unregistered again
 
@@ -80,12 +86,23 @@ def test_jobs_lists_both_categories_newest_first(capsys, offline):
     store = service.JobStore(Path(offline.state_dir) / service.STORE_SUBDIR)
     for minute, (category, name) in enumerate([(service.TRAINING, "older-train"), (service.EVALUATION, "newer-eval")]):
         when = dt.datetime(2026, 1, 1, 12, minute, tzinfo=dt.timezone.utc)
-        store.save({
-            "JobName": name, "JobArn": f"arn:aws:sagemaker:us-east-1:{config.MOTO_ACCOUNT}:job/{category}/{name}",
-            "RoleArn": "r", "JobCategory": category, "JobConfigSchemaVersion": "1.0.0", "JobConfigDocument": "{}",
-            "CreationTime": when, "LastModifiedTime": when, "EndTime": when + dt.timedelta(minutes=3),
-            "JobStatus": "Completed", "SecondaryStatus": "Completed", "SecondaryStatusTransitions": [],
-        }, {"Pid": 1, "Started": "0"})
+        store.save(
+            {
+                "JobName": name,
+                "JobArn": f"arn:aws:sagemaker:us-east-1:{config.MOTO_ACCOUNT}:job/{category}/{name}",
+                "RoleArn": "r",
+                "JobCategory": category,
+                "JobConfigSchemaVersion": "1.0.0",
+                "JobConfigDocument": "{}",
+                "CreationTime": when,
+                "LastModifiedTime": when,
+                "EndTime": when + dt.timedelta(minutes=3),
+                "JobStatus": "Completed",
+                "SecondaryStatus": "Completed",
+                "SecondaryStatusTransitions": [],
+            },
+            {"Pid": 1, "Started": "0"},
+        )
     code, out = run(capsys, "jobs")
     lines = out.splitlines()
     assert code == 0 and "newer-eval" in lines[1] and "older-train" in lines[2] and "3.0" in lines[2]
@@ -106,12 +123,26 @@ def test_a_live_train_without_yes_spends_nothing(capsys, monkeypatch):
 
 
 def test_train_flags_replace_the_discovered_resources(offline, monkeypatch):
-    fake = resources.CourseResources("offline", "us-east-1", "123456789012", "role", "bucket", "s3://bucket/t.jsonl",
-                                     "s3://bucket/v.jsonl", "s3://bucket/out/", "mlflow", "runtime")
+    fake = resources.CourseResources(
+        "offline",
+        "us-east-1",
+        "123456789012",
+        "role",
+        "bucket",
+        "s3://bucket/t.jsonl",
+        "s3://bucket/v.jsonl",
+        "s3://bucket/out/",
+        "mlflow",
+        "runtime",
+    )
     monkeypatch.setattr(resources, "prepare", lambda *a, **k: fake)
     args = cli.build_parser().parse_args(["train", "--runtime-arn", "arn:other", "--val-uri", "s3://b/v2.jsonl"])
     replaced = cli._train_resources(args)
-    assert (replaced.runtime_arn, replaced.validation_s3_uri, replaced.train_s3_uri) == ("arn:other", "s3://b/v2.jsonl", "s3://bucket/t.jsonl")
+    assert (replaced.runtime_arn, replaced.validation_s3_uri, replaced.train_s3_uri) == (
+        "arn:other",
+        "s3://b/v2.jsonl",
+        "s3://bucket/t.jsonl",
+    )
 
 
 @pytest.mark.slow
@@ -141,7 +172,9 @@ def test_train_evaluate_jobs_and_attach_offline(capsys, offline, tmp_path, monke
 
 
 def test_evaluate_needs_a_trained_job_to_mean_trained(capsys, offline, monkeypatch):
-    monkeypatch.setattr(resources, "prepare", lambda *a, **k: types.SimpleNamespace(reasoning_effort="low", runtime=None))
+    monkeypatch.setattr(
+        resources, "prepare", lambda *a, **k: types.SimpleNamespace(reasoning_effort="low", runtime=None)
+    )
     monkeypatch.setattr(training, "latest_job", lambda status=None: None)
     code, out = run(capsys, "evaluate", "--runs", "trained:1.0")
     assert code == 1 and "run `mtrl train` first" in out
@@ -159,7 +192,6 @@ def test_cleanup_lists_then_deletes_only_with_yes(capsys, offline):
     assert not iam.role_exists(naming.resource_name(iam.JOB_ROLE_KIND))
 
 
-
 @pytest.mark.slow
 def test_offline_no_wait_leaves_a_job_that_completes(tmp_path):
     # Offline the job runs in the process that created it; --no-wait used to end that process
@@ -170,12 +202,22 @@ def test_offline_no_wait_leaves_a_job_that_completes(tmp_path):
     import sys
 
     root = str(Path(cli.__file__).resolve().parents[1])
-    env = {**os.environ, "MTRL_STATE_DIR": str(tmp_path / "state"),
-           "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "MTRL_STATE_DIR": str(tmp_path / "state"),
+        "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
+    }
 
     def mtrl(*argv: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "mtrl_course.cli", *argv], capture_output=True, text=True,
-                              env=env, cwd=tmp_path, timeout=900, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "mtrl_course.cli", *argv],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=900,
+            check=False,
+        )
 
     launched = mtrl("train", "--no-wait", "--max-steps", "1")
     assert launched.returncode == 0, launched.stdout + launched.stderr
@@ -184,7 +226,9 @@ def test_offline_no_wait_leaves_a_job_that_completes(tmp_path):
     pid = int(first.split("pid ")[1].split(";")[0]) if "pid " in first else None
     try:
         attached = mtrl("train", "--attach", name, "--wait")
-        assert attached.returncode == 0 and f"job: {name}  status: Completed" in attached.stdout, attached.stdout + attached.stderr
+        assert attached.returncode == 0 and f"job: {name}  status: Completed" in attached.stdout, (
+            attached.stdout + attached.stderr
+        )
     finally:
         if pid is not None:  # the detached process ends with its job; make sure of it
             try:

@@ -178,8 +178,14 @@ def test_validate_prints_a_lone_surrogate_without_dying(capsys, tmp_path):
 def run_mtrl(*argv: str, **env: str) -> subprocess.CompletedProcess:
     root = Path(cli.__file__).resolve().parents[1]
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]), **env}
-    return subprocess.run([sys.executable, "-m", "mtrl_course.cli", *argv], capture_output=True, text=True,
-                          env=environment, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "mtrl_course.cli", *argv],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_help_works_whatever_the_mode_says():
@@ -190,6 +196,8 @@ def test_help_works_whatever_the_mode_says():
 def test_a_bad_mode_is_one_line_for_a_command():
     result = run_mtrl("dataset", "validate", MTRL_MODE="bogus")
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    expected = ("mtrl dataset validate: error: MTRL_MODE='bogus' is not a mode; set it to 'offline' (the default) or "
-                "'live' (`mtrl --debug ...` shows the traceback)")
+    expected = (
+        "mtrl dataset validate: error: MTRL_MODE='bogus' is not a mode; set it to 'offline' (the default) or "
+        "'live' (`mtrl --debug ...` shows the traceback)"
+    )
     assert result.stderr.strip().splitlines() == [expected]

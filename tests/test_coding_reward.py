@@ -13,8 +13,14 @@ Q, C = "question", "code"
 MAX = 5
 
 
-DISTINCT = ("Which currency symbol?", "def f(x):\n    return x * 2\n", "How many decimal places do you want?",
-            "Should negative amounts raise?", "import math\ndef g(): pass\n", "Thousands grouping, yes or no?")
+DISTINCT = (
+    "Which currency symbol?",
+    "def f(x):\n    return x * 2\n",
+    "How many decimal places do you want?",
+    "Should negative amounts raise?",
+    "import math\ndef g(): pass\n",
+    "Thousands grouping, yes or no?",
+)
 
 
 def turns(*kinds: str) -> list[Turn]:
@@ -26,9 +32,21 @@ def turns(*kinds: str) -> list[Turn]:
     ("kinds", "correctness", "expected"),
     [
         ((C,), 1.0, {"correctness": 1.0, "asked_before_coding": 0.0, "guessed_immediately": -1.0, "loop_penalty": 0.0}),
-        ((Q, C), 0.5, {"correctness": 0.5, "asked_before_coding": 1.0, "guessed_immediately": 0.0, "loop_penalty": 0.0}),
-        ((C, Q), 0.0, {"correctness": 0.0, "asked_before_coding": 0.0, "guessed_immediately": -1.0, "loop_penalty": 0.0}),
-        ((Q, Q, Q, Q, Q), 0.0, {"correctness": 0.0, "asked_before_coding": 0.0, "guessed_immediately": 0.0, "loop_penalty": 0.0}),
+        (
+            (Q, C),
+            0.5,
+            {"correctness": 0.5, "asked_before_coding": 1.0, "guessed_immediately": 0.0, "loop_penalty": 0.0},
+        ),
+        (
+            (C, Q),
+            0.0,
+            {"correctness": 0.0, "asked_before_coding": 0.0, "guessed_immediately": -1.0, "loop_penalty": 0.0},
+        ),
+        (
+            (Q, Q, Q, Q, Q),
+            0.0,
+            {"correctness": 0.0, "asked_before_coding": 0.0, "guessed_immediately": 0.0, "loop_penalty": 0.0},
+        ),
     ],
     ids=["guess", "ask-then-code", "not-committed", "ask-forever"],
 )
@@ -44,7 +62,12 @@ def test_asking_first_earns_the_full_credit() -> None:
 
 
 def test_weights_are_the_posts() -> None:
-    assert reward.WEIGHTS == {"correctness": 1.0, "asked_before_coding": 0.6, "guessed_immediately": 0.4, "loop_penalty": 0.2}
+    assert reward.WEIGHTS == {
+        "correctness": 1.0,
+        "asked_before_coding": 0.6,
+        "guessed_immediately": 0.4,
+        "loop_penalty": 0.2,
+    }
     assert (reward.GUESS_PENALTY, reward.LOOP_PENALTY, reward.LOOP_SIMILARITY) == (-1.0, -0.5, 0.8)
 
 

@@ -28,7 +28,9 @@ def test_the_check_catches_a_task_whose_tests_cannot_tell() -> None:
     # Keep only the first test: for some hidden detail a guess then passes everything.
     weak = [t for t in TASKS if tasks.problems([t.__class__(**{**t.__dict__, "tests": t.tests[:1]})])]
     assert weak, "cutting every task to one test should make at least one guess undetectable"
-    assert "cannot tell" in " ".join(tasks.problems([weak[0].__class__(**{**weak[0].__dict__, "tests": weak[0].tests[:1]})]))
+    assert "cannot tell" in " ".join(
+        tasks.problems([weak[0].__class__(**{**weak[0].__dict__, "tests": weak[0].tests[:1]})])
+    )
     assert task.reference != task.code_knowing(set())
 
 

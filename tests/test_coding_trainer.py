@@ -121,7 +121,9 @@ def test_zero_weights_give_zero_advantage_and_no_update() -> None:
 
 @pytest.mark.slow
 def test_the_dead_scorer_is_flagged_and_the_fix_revives_its_spread() -> None:
-    config = trainer.TrainConfig(steps=12, tasks_per_step=8, env=EnvConfig(harness_entry_point=trainer.DEAD_ENTRY_POINT))
+    config = trainer.TrainConfig(
+        steps=12, tasks_per_step=8, env=EnvConfig(harness_entry_point=trainer.DEAD_ENTRY_POINT)
+    )
     broken = trainer.train(config, SMALL_POOL)
     fixed = trainer.train(trainer.TrainConfig(steps=12, tasks_per_step=8), SMALL_POOL)
     assert "correctness" in broken.dead() and broken.last("correctness/mean") == 0.0

@@ -21,8 +21,16 @@ def _text(frame) -> str:
 
 # --- token counts and prices -----------------------------------------------------------------
 def test_token_counts_read_both_spellings_and_default_missing_dimensions_to_zero():
-    assert costs.token_counts({"PrefillTokenCount": 5, "SampleTokenCount": 2}) == {"prefill": 5, "sample": 2, "train": 0}
-    assert costs.token_counts({"prefill": 1, "sample": 2, "TrainingTokenCount": 3}) == {"prefill": 1, "sample": 2, "train": 3}
+    assert costs.token_counts({"PrefillTokenCount": 5, "SampleTokenCount": 2}) == {
+        "prefill": 5,
+        "sample": 2,
+        "train": 0,
+    }
+    assert costs.token_counts({"prefill": 1, "sample": 2, "TrainingTokenCount": 3}) == {
+        "prefill": 1,
+        "sample": 2,
+        "train": 3,
+    }
     # DescribeJob may report both train spellings for the same count: it is not added twice.
     assert costs.token_counts({"TrainTokenCount": 7, "TrainingTokenCount": 7})["train"] == 7
 

@@ -90,9 +90,7 @@ def pair(tmp_path: Path, train: list[dict], val: list[dict]) -> tuple[Path, Path
     return write_jsonl(train, tmp_path / "t.jsonl"), write_jsonl(val, tmp_path / "v.jsonl")
 
 
-def only_problem(
-    problems: list[DatasetProblem], path: Path, line: int | None, unit: str = "line"
-) -> DatasetProblem:
+def only_problem(problems: list[DatasetProblem], path: Path, line: int | None, unit: str = "line") -> DatasetProblem:
     """Assert exactly one problem, at `line` of `path`, and that its text says where."""
     assert len(problems) == 1, [str(p) for p in problems]
     problem = problems[0]
@@ -365,9 +363,7 @@ def test_rejects_an_answer_not_in_the_list(tmp_path, few_rows):
     assert validate_file(path, answers=None) == []
 
 
-@pytest.mark.parametrize(
-    ("task_id", "found"), [(None, "null"), (7, "a number"), ("", "empty"), ("missing", "missing")]
-)
+@pytest.mark.parametrize(("task_id", "found"), [(None, "null"), (7, "a number"), ("", "empty"), ("missing", "missing")])
 def test_rejects_a_missing_or_non_string_id(tmp_path, few_rows, task_id, found):
     task = {"prompt": dataset.TASK_INSTRUCTION, "answer": not_used(few_rows)}
     if task_id != "missing":

@@ -114,7 +114,9 @@ def test_duplicate_keys_in_a_json_array_row_are_reported(tmp_path, rows):
 
 def test_duplicate_csv_column_names_are_reported(tmp_path, rows):
     path = tmp_path / "d.csv"
-    path.write_text("prompt,prompt\n" + "".join(f'"x",{json.dumps(r["prompt"]).replace(chr(34) * 1, chr(34) * 2)}\n' for r in rows))
+    path.write_text(
+        "prompt,prompt\n" + "".join(f'"x",{json.dumps(r["prompt"]).replace(chr(34) * 1, chr(34) * 2)}\n' for r in rows)
+    )
     assert "the header repeats" in str(validate_file(path)[0])
 
 
@@ -204,7 +206,7 @@ def test_any_answer_text_gives_a_printable_problem(tmp_path, text):
 def test_a_json_array_over_several_chunks_reports_the_physical_line(tmp_path, rows, monkeypatch):
     monkeypatch.setattr(dataset, "READ_CHUNK_BYTES", 16)
     path = tmp_path / "d.json"
-    path.write_text("[\n" + ",\n".join(json.dumps(r) for r in rows) + ",\n{\"prompt\": }\n]\n")
+    path.write_text("[\n" + ",\n".join(json.dumps(r) for r in rows) + ',\n{"prompt": }\n]\n')
     problems = validate_file(path)
     assert len(problems) == 1 and problems[0].line == 7 and "not valid JSON" in problems[0].message
 

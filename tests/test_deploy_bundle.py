@@ -116,9 +116,7 @@ def test_bundle_holds_the_agent_and_nothing_else(bundle: Path) -> None:
     for name in AGENT_DATA_FILES:
         assert f"data/{name}" in shipped
     for relative in shipped:
-        assert (bundle / "wordle_agent" / relative).read_bytes() == (
-            deploy.AGENT_PACKAGE_DIR / relative
-        ).read_bytes()
+        assert (bundle / "wordle_agent" / relative).read_bytes() == (deploy.AGENT_PACKAGE_DIR / relative).read_bytes()
 
 
 def test_bundle_has_no_tests_notebooks_state_or_caches(bundle: Path) -> None:
@@ -219,18 +217,14 @@ def test_real_code_location_is_the_git_ignored_app_folder() -> None:
 
 def test_entrypoint_file_follows_agentcore_json(tmp_path: Path) -> None:
     project_file = _project_copy(tmp_path, entrypoint="serve.py:handler")
-    out = deploy.build_bundle(
-        tmp_path / "out", project_file=project_file, package_dir=_fake_package(tmp_path / "src")
-    )
+    out = deploy.build_bundle(tmp_path / "out", project_file=project_file, package_dir=_fake_package(tmp_path / "src"))
     assert (out / "serve.py").read_text(encoding="utf-8") == deploy.ENTRYPOINT_SHIM
     assert not (out / "main.py").exists()
 
 
 def test_otel_distro_only_when_instrumentation_is_on(tmp_path: Path) -> None:
     project_file = _project_copy(tmp_path, instrumentation={"enableOtel": False})
-    out = deploy.build_bundle(
-        tmp_path / "out", project_file=project_file, package_dir=_fake_package(tmp_path / "src")
-    )
+    out = deploy.build_bundle(tmp_path / "out", project_file=project_file, package_dir=_fake_package(tmp_path / "src"))
     manifest = tomllib.loads((out / "pyproject.toml").read_text(encoding="utf-8"))
     assert manifest["project"]["dependencies"] == ["bedrock-agentcore==1.25.0"]  # pinned to requirements.lock
 
@@ -266,8 +260,11 @@ def test_manifest_lists_what_the_cli_ships(tmp_path: Path) -> None:
     (out / "wordle_agent" / "__pycache__" / "main.cpython-312.pyc").write_bytes(b"x")
     (out / ".env.local").write_text("TOKEN=1\n", encoding="utf-8")
     rows = deploy.bundle_manifest(out)
-    assert [path for path, _ in rows] == sorted(_files(out) - {
-        "wordle_agent/__pycache__/main.cpython-312.pyc",
-        ".env.local",
-    })
+    assert [path for path, _ in rows] == sorted(
+        _files(out)
+        - {
+            "wordle_agent/__pycache__/main.cpython-312.pyc",
+            ".env.local",
+        }
+    )
     assert all(len(digest) == 64 for _, digest in rows)

@@ -29,8 +29,16 @@ def test_billable_tokens_read_either_spelling_of_the_train_count(train_key):
 
 
 def test_an_evaluation_job_reports_no_train_tokens():
-    assert evaluation.billable_tokens({"PrefillTokenCount": 3, "SampleTokenCount": 1}) == {"prefill": 3, "sample": 1, "train": None}
-    assert evaluation.billable_tokens(types.SimpleNamespace(billable_token_usage=None)) == {"prefill": 0, "sample": 0, "train": None}
+    assert evaluation.billable_tokens({"PrefillTokenCount": 3, "SampleTokenCount": 1}) == {
+        "prefill": 3,
+        "sample": 1,
+        "train": None,
+    }
+    assert evaluation.billable_tokens(types.SimpleNamespace(billable_token_usage=None)) == {
+        "prefill": 0,
+        "sample": 0,
+        "train": None,
+    }
 
 
 # ----------------------------------------------------------------------------- settings checks
@@ -72,14 +80,28 @@ def test_run_grid_groups_by_effort_and_labels_the_models(monkeypatch, capsys):
     def fake_evaluate(res, model, *, temperature, reasoning_effort, **_):
         calls.append((reasoning_effort, temperature, model))
         solved = 0.9 if model != "base" else 0.2
-        return {"pass_at_1": solved, "mean_reward": solved, "prefill_tokens": 10, "sample_tokens": 2,
-                "job_name": f"job-{len(calls)}", "via": "CreateJob"}
+        return {
+            "pass_at_1": solved,
+            "mean_reward": solved,
+            "prefill_tokens": 10,
+            "sample_tokens": 2,
+            "job_name": f"job-{len(calls)}",
+            "via": "CreateJob",
+        }
 
     monkeypatch.setattr(evaluation, "evaluate", fake_evaluate)
     settings = (("low", 0.0), ("medium", 1.0), ("low", 1.0))
-    frame = evaluation.run_grid(types.SimpleNamespace(reasoning_effort="low", runtime=None), "my-training-job", settings)
-    assert calls == [("low", 0.0, "base"), ("low", 0.0, "my-training-job"), ("low", 1.0, "base"),
-                     ("low", 1.0, "my-training-job"), ("medium", 1.0, "base"), ("medium", 1.0, "my-training-job")]
+    frame = evaluation.run_grid(
+        types.SimpleNamespace(reasoning_effort="low", runtime=None), "my-training-job", settings
+    )
+    assert calls == [
+        ("low", 0.0, "base"),
+        ("low", 0.0, "my-training-job"),
+        ("low", 1.0, "base"),
+        ("low", 1.0, "my-training-job"),
+        ("medium", 1.0, "base"),
+        ("medium", 1.0, "my-training-job"),
+    ]
     assert list(frame.columns) == list(evaluation.GRID_COLUMNS)
     assert list(frame["model"]) == ["base", "trained"] * 3 and frame.attrs["jobs"] == [f"job-{i}" for i in range(1, 7)]
     assert "trained  effort medium temperature 1.0: pass@1 90.0% (CreateJob)" in capsys.readouterr().out
@@ -127,17 +149,26 @@ def test_temperature_zero_runs_through_multiturnrlevaluator(offline, trained):
 
 @pytest.mark.slow
 def test_other_temperatures_run_through_createjob_and_reach_the_policy(offline, trained):
-    result = evaluation.evaluate(offline, trained, temperature=1.0, reasoning_effort="low", eval_group_size=2, pass_k=(1, 2))
+    result = evaluation.evaluate(
+        offline, trained, temperature=1.0, reasoning_effort="low", eval_group_size=2, pass_k=(1, 2)
+    )
     assert result["via"] == "CreateJob" and result["model"] == trained
     job = _job(result["job_name"])
     assert job.hyperparameters["temperature"] == 1.0 and job.hyperparameters["eval_group_size"] == 2
     package = aws.session().client("sagemaker").describe_job(JobName=trained, JobCategory=training.JOB_CATEGORY)
-    assert job.config.input_model_package_arn == json.loads(package["JobConfigDocument"])["ServiceOutput"]["OutputModelPackageArn"]
+    assert (
+        job.config.input_model_package_arn
+        == json.loads(package["JobConfigDocument"])["ServiceOutput"]["OutputModelPackageArn"]
+    )
     samples = [s for t in runner.job_runtime().trajectories(job.arn) for s in t.samples]
     assert samples and {s.temperature for s in samples} == {1.0}
     assert result["pass_at_k"][2] >= result["pass_at_k"][1] == result["pass_at_1"]
-    assert {t["Key"]: t["Value"] for t in aws.session().client("sagemaker").describe_job(
-        JobName=result["job_name"], JobCategory=evaluation.CATEGORY)["Tags"]}["notebook"] == "07"
+    assert {
+        t["Key"]: t["Value"]
+        for t in aws.session()
+        .client("sagemaker")
+        .describe_job(JobName=result["job_name"], JobCategory=evaluation.CATEGORY)["Tags"]
+    }["notebook"] == "07"
 
 
 @pytest.mark.slow
@@ -156,7 +187,9 @@ def test_reasoning_effort_is_the_runtimes_variable_and_reaches_every_request(off
 @pytest.mark.slow
 def test_a_failed_evaluation_says_why_on_both_paths(offline, trained):
     missing = offline.validation_s3_uri.replace("validation-data", "no-such-file")
-    with pytest.raises(evaluation.EvaluationFailed, match="EvaluateBaseModel: ValidationException: Channel 'evaluation'"):
+    with pytest.raises(
+        evaluation.EvaluationFailed, match="EvaluateBaseModel: ValidationException: Channel 'evaluation'"
+    ):
         evaluation.evaluate(offline, "base", temperature=0.0, reasoning_effort="low", dataset_uri=missing)
     with pytest.raises(ClientError, match="no dataset file found"):
         evaluation.evaluate(offline, "base", temperature=1.0, reasoning_effort="low", dataset_uri=missing)
@@ -168,7 +201,11 @@ def test_a_failed_evaluation_says_why_on_both_paths(offline, trained):
 def test_run_grid_evaluates_both_models_and_restores_the_effort(offline, trained):
     frame = evaluation.run_grid(offline, trained, settings=(("medium", 1.0), ("low", 0.0)), echo=False)
     assert [(r.model, r.effort, r.temperature) for r in frame.itertuples()] == [
-        ("base", "medium", 1.0), ("trained", "medium", 1.0), ("base", "low", 0.0), ("trained", "low", 0.0)]
+        ("base", "medium", 1.0),
+        ("trained", "medium", 1.0),
+        ("base", "low", 0.0),
+        ("trained", "low", 0.0),
+    ]
     assert frame.attrs["via"] == ["CreateJob", "CreateJob", "MultiTurnRLEvaluator", "MultiTurnRLEvaluator"]
     solved = {(r.model, r.effort): r.pass_at_1 for r in frame.itertuples()}
     assert solved[("trained", "low")] > solved[("base", "low")]

@@ -149,6 +149,8 @@ def test_streamed_events_carry_text_tool_calls_and_usage():
 
 @pytest.mark.parametrize(("finish", "stop"), [("length", "max_tokens"), ("stop", "end_turn"), (None, "end_turn")])
 def test_a_reply_without_a_call_stops_as_openai_model_maps_its_finish_reason(finish, stop):
-    response = {"choices": [{"message": {"content": "Wait, CRANE also fits."}, "finish_reason": finish}],
-                "usage": {"prompt_tokens": 3, "completion_tokens": 4}}
+    response = {
+        "choices": [{"message": {"content": "Wait, CRANE also fits."}, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 4},
+    }
     assert fastlane.completion_events(response)[-2] == {"messageStop": {"stopReason": stop}}

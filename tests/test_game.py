@@ -89,19 +89,15 @@ def test_spec_example_text_slate_then_bloke() -> None:
 def test_malformed_repeat_and_non_word_text() -> None:
     game = WordleGame("CRANE")
     assert game.guess("hi") == (
-        "Invalid guess 'hi': a guess must be exactly five letters A-Z. "
-        "No guess was used; guesses remaining: 6."
+        "Invalid guess 'hi': a guess must be exactly five letters A-Z. No guess was used; guesses remaining: 6."
     )
     game.guess("SLATE")
     repeat = game.guess(" slate ")
-    assert repeat.startswith(
-        "Guess 2/6: SLATE was already guessed; repeating it used a guess.\nCurrent Knowledge:\n"
-    )
+    assert repeat.startswith("Guess 2/6: SLATE was already guessed; repeating it used a guess.\nCurrent Knowledge:\n")
     assert "- Words Already Guessed: SLATE\n- Guesses Remaining: 4" in repeat
     odd = game.guess("QXZVJ")
     assert odd.splitlines()[0] == (
-        "Guess 3/6: QXZVJ -> Q=gray, X=gray, Z=gray, V=gray, J=gray"
-        " (not in the dictionary; it still used a guess)"
+        "Guess 3/6: QXZVJ -> Q=gray, X=gray, Z=gray, V=gray, J=gray (not in the dictionary; it still used a guess)"
     )
 
 
@@ -121,8 +117,7 @@ def test_call_limit_text_and_nothing_scored_after() -> None:
     game = play("CRANE", *[""] * MAX_TOOL_CALLS)
     score = game.score
     assert game.guess("CRANE") == (
-        "Tool call limit reached: at most 12 guess_word calls per game, "
-        "so no more guesses are accepted."
+        "Tool call limit reached: at most 12 guess_word calls per game, so no more guesses are accepted."
     )
     assert game.guess_from_text("CRANE").startswith("Tool call limit reached")
     assert game.score == score and game.guesses == [] and not game.solved
@@ -177,9 +172,7 @@ def consistent(word: str, k: Knowledge) -> bool:
     answer=st.sampled_from(ANSWERS),
     words=st.lists(st.sampled_from(ALLOWED_SORTED), min_size=1, max_size=MAX_GUESSES),
 )
-def test_possibilities_shrink_contain_the_answer_and_match_the_rules(
-    answer: str, words: list[str]
-) -> None:
+def test_possibilities_shrink_contain_the_answer_and_match_the_rules(answer: str, words: list[str]) -> None:
     game = WordleGame(answer)
     previous = set(ANSWERS)
     for word in words:

@@ -30,7 +30,14 @@ def make_trace(vector: np.ndarray, chosen: int, fmt: int = TOOL_CALL, temperatur
     probs = softmax(features @ (BASE_WEIGHTS + vector[:N_FEATURES]), temperature)
     fprobs = softmax(format_logits_for(vector), temperature)
     logp = math.log(fprobs[fmt]) + (math.log(probs[chosen]) if fmt != NO_CALL else 0.0)
-    return {"kind": "guess", "features": features, "chosen": chosen, "format": fmt, "temperature": temperature, "logp": logp}
+    return {
+        "kind": "guess",
+        "features": features,
+        "chosen": chosen,
+        "format": fmt,
+        "temperature": temperature,
+        "logp": logp,
+    }
 
 
 def logp(vector: np.ndarray, trace: dict) -> float:
@@ -94,7 +101,9 @@ def test_greedy_and_closing_turns_carry_no_gradient():
     adapter = Adapter()
     greedy = dict(make_trace(adapter.vector(), chosen=1), logp=None)
     closing = {"kind": "closing", "temperature": 1.0}
-    grad, stats = grpo.policy_gradient(adapter.vector(), [grpo.TrajectorySample(1.0, [greedy, closing])], grpo.GRPOConfig())
+    grad, stats = grpo.policy_gradient(
+        adapter.vector(), [grpo.TrajectorySample(1.0, [greedy, closing])], grpo.GRPOConfig()
+    )
     assert not grad.any() and stats.turns == 0
 
 
@@ -114,8 +123,12 @@ def test_ppo_clipping_drops_turns_whose_ratio_is_past_the_bound():
 
 def test_the_step_size_follows_learning_rate_and_alpha_over_rank():
     base = grpo.GRPOConfig(learning_rate=1e-5, lora_alpha=64, lora_rank=32)
-    assert grpo.GRPOConfig(learning_rate=2e-5, lora_alpha=64, lora_rank=32).step_size == pytest.approx(2 * base.step_size)
-    assert grpo.GRPOConfig(learning_rate=1e-5, lora_alpha=64, lora_rank=64).step_size == pytest.approx(base.step_size / 2)
+    assert grpo.GRPOConfig(learning_rate=2e-5, lora_alpha=64, lora_rank=32).step_size == pytest.approx(
+        2 * base.step_size
+    )
+    assert grpo.GRPOConfig(learning_rate=1e-5, lora_alpha=64, lora_rank=64).step_size == pytest.approx(
+        base.step_size / 2
+    )
     config = grpo.GRPOConfig.from_hyperparameters({"learning_rate": 3e-5, "loss_fn": "cispo", "group_size": 8})
     assert (config.learning_rate, config.loss_fn) == (3e-5, "cispo")
     with pytest.raises(ValueError, match="loss_fn"):

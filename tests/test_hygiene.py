@@ -22,9 +22,7 @@ _AK = "AK" + "IA"
 _ASIA = "AS" + "IA"
 PATTERNS = {
     "AWS access key id": re.compile(rf"\b(?:{_AK}|{_ASIA})[A-Z0-9]{{16}}\b"),
-    "AWS secret access key": re.compile(
-        r"(?i)aws_secret_access_key\s*[=:]\s*['\"]?[A-Za-z0-9/+]{40}\b"
-    ),
+    "AWS secret access key": re.compile(r"(?i)aws_secret_access_key\s*[=:]\s*['\"]?[A-Za-z0-9/+]{40}\b"),
     "SageMaker bearer token": re.compile(r"sagemaker-api-key-[A-Za-z0-9+/=]{40,}"),
     "presigned URL signature": re.compile(r"X-Amz-(?:Signature|Security-Token|Credential)(?:=|%3D)"),
     "bearer token": re.compile(r"Bearer\s+[A-Za-z0-9._~+/=-]{40,}"),
@@ -115,9 +113,7 @@ def _png_with_text(key: bytes, value: bytes) -> bytes:
 
 def scanned_files() -> list[Path]:
     return [
-        p
-        for p in committed_files()
-        if str(p.relative_to(REPO)) not in SKIP_FILES and p.suffix not in SKIP_SUFFIXES
+        p for p in committed_files() if str(p.relative_to(REPO)) not in SKIP_FILES and p.suffix not in SKIP_SUFFIXES
     ]
 
 

@@ -88,7 +88,9 @@ def test_job_role_trust_policy_names_the_job_principal_and_both_actions():
     ],
 )
 def test_trust_problems_name_what_is_wrong(service, actions, problem):
-    problems = iam.trust_problems(json.dumps(iam.trust_policy(service, actions)), iam.JOB_SERVICE, iam.JOB_TRUST_ACTIONS)
+    problems = iam.trust_problems(
+        json.dumps(iam.trust_policy(service, actions)), iam.JOB_SERVICE, iam.JOB_TRUST_ACTIONS
+    )
     assert len(problems) == 1 and problem in problems[0]
 
 
@@ -129,13 +131,27 @@ def test_evaluate_policy_rules():
     assert iam.evaluate_policy([allow], "s3:PutObject", "*") == "implicitDeny"
 
     def conditioned(operator: str) -> dict:
-        return {"Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*",
-                               "Condition": {operator: {"iam:PassedToService": "job.*"}}}]}
+        return {
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Action": "*",
+                    "Resource": "*",
+                    "Condition": {operator: {"iam:PassedToService": "job.*"}},
+                }
+            ]
+        }
 
-    assert iam.evaluate_policy([conditioned("StringLike")], "iam:PassRole", "*", {"iam:PassedToService": ["job.x"]}) == "allowed"
+    assert (
+        iam.evaluate_policy([conditioned("StringLike")], "iam:PassRole", "*", {"iam:PassedToService": ["job.x"]})
+        == "allowed"
+    )
     assert iam.evaluate_policy([conditioned("StringLike")], "iam:PassRole", "*") == "implicitDeny"  # key missing
     assert iam.evaluate_policy([conditioned("StringLikeIfExists")], "iam:PassRole", "*") == "allowed"
-    assert iam.evaluate_policy([conditioned("StringNotLike")], "iam:PassRole", "*", {"iam:PassedToService": ["job.x"]}) == "implicitDeny"
+    assert (
+        iam.evaluate_policy([conditioned("StringNotLike")], "iam:PassRole", "*", {"iam:PassedToService": ["job.x"]})
+        == "implicitDeny"
+    )
     with pytest.raises(ValueError, match="NumericLessThan"):
         iam.evaluate_policy([conditioned("NumericLessThan")], "iam:PassRole", "*", {"iam:PassedToService": ["1"]})
 
@@ -165,7 +181,8 @@ def test_ensure_job_role_creates_tags_and_attaches_the_stand_in(offline):
 def test_ensure_job_role_reuses_and_repairs_a_generic_principal_role(offline):
     name = "mtrl-wordle-job-role-test"
     offline.client("iam").create_role(
-        RoleName=name, AssumeRolePolicyDocument=json.dumps(iam.trust_policy(iam.GENERIC_SAGEMAKER_SERVICE, iam.JOB_TRUST_ACTIONS))
+        RoleName=name,
+        AssumeRolePolicyDocument=json.dumps(iam.trust_policy(iam.GENERIC_SAGEMAKER_SERVICE, iam.JOB_TRUST_ACTIONS)),
     )
     repaired = iam.ensure_job_role(name, session=offline)
     assert repaired.ok and not repaired.created
@@ -184,8 +201,16 @@ def test_ensure_runtime_role_offline_creates_the_stand_in(offline):
 def test_a_role_without_its_policy_is_not_fit(offline):
     name = "bare-role"
     offline.client("iam").create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(iam.job_role_trust_policy()))
-    report = iam._describe(offline.client("iam"), "training job role", name, iam.JOB_SERVICE, iam.JOB_TRUST_ACTIONS,
-                           iam.JOB_POLICY_NAME, created=False, notes=())
+    report = iam._describe(
+        offline.client("iam"),
+        "training job role",
+        name,
+        iam.JOB_SERVICE,
+        iam.JOB_TRUST_ACTIONS,
+        iam.JOB_POLICY_NAME,
+        created=False,
+        notes=(),
+    )
     assert not report.ok and report.problems == ("the policy AmazonSageMakerJobFullAccess is not attached",)
     assert report.as_rows()["fit for the job"].startswith("no: the policy")
 
@@ -196,12 +221,21 @@ def test_ensure_runtime_role_live_finds_the_deployed_runtimes_role(offline, live
     absent = iam.ensure_runtime_role(session=offline)
     assert not absent.exists and "notebook 02" in absent.notes[0]
     client = offline.client("iam")
-    role_arn = client.create_role(RoleName="AgentCoreRole", AssumeRolePolicyDocument=json.dumps(iam.runtime_role_trust_policy()))["Role"]["Arn"]
-    policy = client.create_policy(PolicyName=iam.RUNTIME_POLICY_NAME, PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sagemaker:Sample", "Resource": "*"}]}))["Policy"]["Arn"]
+    role_arn = client.create_role(
+        RoleName="AgentCoreRole", AssumeRolePolicyDocument=json.dumps(iam.runtime_role_trust_policy())
+    )["Role"]["Arn"]
+    policy = client.create_policy(
+        PolicyName=iam.RUNTIME_POLICY_NAME,
+        PolicyDocument=json.dumps(
+            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sagemaker:Sample", "Resource": "*"}]}
+        ),
+    )["Policy"]["Arn"]
     client.attach_role_policy(RoleName="AgentCoreRole", PolicyArn=policy)
     offline.client("bedrock-agentcore-control").create_agent_runtime(
         agentRuntimeName=deploy.deployed_runtime_name(),
-        agentRuntimeArtifact={"containerConfiguration": {"containerUri": f"{config.MOTO_ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com/a:1"}},
+        agentRuntimeArtifact={
+            "containerConfiguration": {"containerUri": f"{config.MOTO_ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com/a:1"}
+        },
         roleArn=role_arn,
         networkConfiguration={"networkMode": "PUBLIC"},
     )
@@ -262,7 +296,11 @@ def test_simulate_caller_policy_live_asks_iam_and_masks(live):
     first = session.iam.calls[0][1]
     assert json.loads(first["PolicyInputList"][0]) == iam.caller_passrole_policy(role)
     assert first["ContextEntries"] == [
-        {"ContextKeyName": "iam:PassedToService", "ContextKeyValues": ["job.sagemaker.amazonaws.com"], "ContextKeyType": "string"}
+        {
+            "ContextKeyName": "iam:PassedToService",
+            "ContextKeyValues": ["job.sagemaker.amazonaws.com"],
+            "ContextKeyType": "string",
+        }
     ]
     assert set(table["decided by"]) == {"IAM policy simulator"}
     assert not table.to_string().count(REAL_LOOKING)

@@ -72,9 +72,7 @@ def job_arn(name: str, account: str = ACCOUNT) -> str:
 
 
 def guess_script(final_text: str = "Done.") -> ScriptedPolicy:
-    return ScriptedPolicy(
-        [{"name": "guess_word", "arguments": {"guess": g}} for g in GUESSES], final_text
-    )
+    return ScriptedPolicy([{"name": "guess_word", "arguments": {"guess": g}} for g in GUESSES], final_text)
 
 
 class StaticProvider(CredentialProvider):
@@ -164,9 +162,7 @@ def arn(request) -> str:
 
 def feedback_client(emu: JobRuntimeEmulator, arn: str, tid: str) -> RolloutFeedbackClient:
     # camelCase keys, as the service's payload spells them.
-    return RolloutFeedbackClient(
-        {"jobArn": arn, "rolloutId": tid, "endpoint": emu.endpoint, "region": REGION}
-    )
+    return RolloutFeedbackClient({"jobArn": arn, "rolloutId": tid, "endpoint": emu.endpoint, "region": REGION})
 
 
 def post_sample(emu, arn, tid, token=None, body=None, path="/v1/chat/completions"):
@@ -184,9 +180,7 @@ def test_sdk_token_format_parses_and_verifies():
     token = generate_token(REGION)
     assert token.startswith(TOKEN_PREFIX)
     url = base64.b64decode(token[len(TOKEN_PREFIX) :]).decode()
-    assert url.startswith("sagemaker.amazonaws.com/?Action=CallWithBearerToken&") and url.endswith(
-        "&Version=1"
-    )
+    assert url.startswith("sagemaker.amazonaws.com/?Action=CallWithBearerToken&") and url.endswith("&Version=1")
     parsed = parse_token(token)
     assert (parsed.access_key, parsed.region, parsed.expires_in, parsed.session_token) == (
         ACCESS_KEY,
@@ -336,9 +330,7 @@ def test_client_token_makes_retries_idempotent(emu, arn):
     assert emu.trajectory(arn, "t").rewards == (1.0,)
 
 
-@pytest.mark.parametrize(
-    "rewards", [[], [math.nan], "0.5", [True]], ids=["empty", "nan", "string", "bool"]
-)
+@pytest.mark.parametrize("rewards", [[], [math.nan], "0.5", [True]], ids=["empty", "nan", "string", "bool"])
 def test_rewards_must_be_finite_numbers(emu, arn, rewards):
     emu.register_job(arn, guess_script())
     emu.complete_rollout(arn, "t")
@@ -420,12 +412,8 @@ def test_wrapped_openai_model_plays_through_the_emulator(emu, arn, stream):
     record = emu.trajectory(arn, "rollout-a")
     assert record.sample_count == 4 == emu.sample_count(arn, "rollout-a")
     assert [s.turn for s in record.samples] == [0, 1, 2, 3]
-    assert all(
-        s.temperature == 0.0 and s.max_tokens == 64 and s.stream is stream for s in record.samples
-    )
-    assert [json.loads(s.tool_calls[0]["arguments"])["guess"] for s in record.samples[:3]] == list(
-        GUESSES
-    )
+    assert all(s.temperature == 0.0 and s.max_tokens == 64 and s.stream is stream for s in record.samples)
+    assert [json.loads(s.tool_calls[0]["arguments"])["guess"] for s in record.samples[:3]] == list(GUESSES)
     assert record.samples[3].tool_calls == () and record.samples[3].content == "Done guessing."
     assert [s.policy_trace for s in record.samples] == [{"turn": k} for k in range(4)]
     # Each turn re-sends the history: the tool results of earlier turns are in later requests.
@@ -442,9 +430,7 @@ class EchoParamsPolicy:
 
     def complete(self, request, trajectory):
         params = {"temperature": request["temperature"], "max_tokens": request["max_tokens"]}
-        return chat_completion(
-            content="ok", prompt_tokens=5, completion_tokens=1, policy_trace=params
-        )
+        return chat_completion(content="ok", prompt_tokens=5, completion_tokens=1, policy_trace=params)
 
 
 @pytest.mark.parametrize(
@@ -466,14 +452,9 @@ def test_service_sample_paths(emu, arn):
     assert plain.status_code == 200 and plain.json()["choices"][0]["message"]["content"] == "one"
     streamed = post_sample(emu, arn, "t", path="/sample-with-response-stream")
     assert streamed.headers["content-type"].startswith("text/event-stream")
-    events = [
-        line[len("data: ") :] for line in streamed.text.splitlines() if line.startswith("data: ")
-    ]
+    events = [line[len("data: ") :] for line in streamed.text.splitlines() if line.startswith("data: ")]
     assert events[-1] == "[DONE]"
-    assert (
-        "".join(json.loads(e)["choices"][0]["delta"].get("content") or "" for e in events[:-1])
-        == "two"
-    )
+    assert "".join(json.loads(e)["choices"][0]["delta"].get("content") or "" for e in events[:-1]) == "two"
     assert [s.path for s in emu.trajectory(arn, "t").samples] == [
         "/sample",
         "/sample-with-response-stream",
@@ -493,18 +474,12 @@ def test_openai_client_reads_tool_calls_and_usage_from_both_shapes(emu, arn):
             model="default", messages=messages, stream=True, stream_options={"include_usage": True}
         )
     )
-    calls = [
-        c.choices[0].delta.tool_calls[0]
-        for c in chunks
-        if c.choices and c.choices[0].delta.tool_calls
-    ]
+    calls = [c.choices[0].delta.tool_calls[0] for c in chunks if c.choices and c.choices[0].delta.tool_calls]
     assert calls[0].function.name == "guess_word" and calls[0].id == "call_t0_0"
     assert json.loads("".join(c.function.arguments for c in calls)) == {"guess": "CRANE"}
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "tool_calls"
     whole = client.chat.completions.create(model="default", messages=messages)
-    assert json.loads(whole.choices[0].message.tool_calls[0].function.arguments) == {
-        "guess": "SLATE"
-    }
+    assert json.loads(whole.choices[0].message.tool_calls[0].function.arguments) == {"guess": "SLATE"}
     first, second = emu.trajectory(arn, "t").samples
     assert chunks[-1].usage.prompt_tokens == first.prompt_tokens
     assert chunks[-1].usage.completion_tokens == first.completion_tokens
@@ -531,9 +506,7 @@ def test_another_accounts_job_is_403_even_if_it_does_not_exist(emu, arn):
     emu.register_job(theirs, guess_script())
     for other in (theirs, ghost):
         resp = post_sample(emu, other, "t")
-        assert (
-            resp.status_code == 403 and resp.headers[ERROR_TYPE_HEADER] == "AccessDeniedException"
-        )
+        assert resp.status_code == 403 and resp.headers[ERROR_TYPE_HEADER] == "AccessDeniedException"
         assert "not authorized to access this resource" in resp.json()["Message"]
     assert emu.trajectories(theirs) == []
 
@@ -546,9 +519,7 @@ def test_rotated_credentials_fail_and_the_replacement_works(own_emu, arn):
     emu.rotate_credentials(ACCESS_KEY, NEW_ACCESS_KEY, NEW_SECRET)
     resp = post_sample(emu, arn, "t2", token=stale)
     assert resp.status_code == 403 and resp.json()["Message"] == AUTH_FAILED_MESSAGE
-    fresh = generate_token(
-        REGION, aws_credentials_provider=StaticProvider(NEW_ACCESS_KEY, NEW_SECRET)
-    )
+    fresh = generate_token(REGION, aws_credentials_provider=StaticProvider(NEW_ACCESS_KEY, NEW_SECRET))
     assert post_sample(emu, arn, "t2", token=fresh).status_code == 200
 
 
@@ -563,9 +534,7 @@ def test_expired_token_is_403(emu, arn, clock):
     assert emu.sample_count(arn, "t") == 1
 
 
-@pytest.mark.parametrize(
-    "authorization", ["Bearer garbage", "Bearer " + TOKEN_PREFIX + "AAAA", None]
-)
+@pytest.mark.parametrize("authorization", ["Bearer garbage", "Bearer " + TOKEN_PREFIX + "AAAA", None])
 def test_garbage_or_missing_token_is_403(emu, arn, authorization):
     emu.register_job(arn, guess_script())
     hdrs = {"X-Amzn-SageMaker-Job-Arn": arn, "X-Amzn-SageMaker-Trajectory-Id": "t"}
@@ -583,9 +552,7 @@ def test_garbage_or_missing_token_is_403(emu, arn, authorization):
 @pytest.mark.parametrize("missing", ["job", "trajectory"])
 def test_missing_sampling_headers_are_400(emu, arn, missing):
     emu.register_job(arn, guess_script())
-    resp = post_sample(
-        emu, None if missing == "job" else arn, None if missing == "trajectory" else "t"
-    )
+    resp = post_sample(emu, None if missing == "job" else arn, None if missing == "trajectory" else "t")
     assert resp.status_code == 400 and "X-Amzn-SageMaker-Trajectory-Id" in resp.json()["Message"]
 
 
@@ -683,14 +650,8 @@ def test_policy_trace_is_recorded_but_never_sent(emu, arn):
 
     emu.register_job(arn, TracingPolicy())
     for stream in (False, True):
-        resp = post_sample(
-            emu, arn, "t", body={"messages": [{"role": "user", "content": "x"}], "stream": stream}
-        )
-        assert (
-            resp.status_code == 200
-            and "policy_trace" not in resp.text
-            and "features" not in resp.text
-        )
+        resp = post_sample(emu, arn, "t", body={"messages": [{"role": "user", "content": "x"}], "stream": stream})
+        assert resp.status_code == 200 and "policy_trace" not in resp.text and "features" not in resp.text
     assert [s.policy_trace["action"] for s in emu.trajectory(arn, "t").samples] == [3, 3]
 
 
@@ -713,9 +674,7 @@ def test_service_side_hooks_open_trajectories_and_swap_policies(emu, arn):
 def test_register_job_validates_its_inputs():
     emulator = JobRuntimeEmulator()
     with pytest.raises(ValueError, match="not a SageMaker job ARN"):
-        emulator.register_job(
-            "arn:aws:sagemaker:us-east-1:111122223333:training-job/x", guess_script()
-        )
+        emulator.register_job("arn:aws:sagemaker:us-east-1:111122223333:training-job/x", guess_script())
     with pytest.raises(ValueError, match="does not own"):
         emulator.register_job(job_arn("x"), guess_script(), account=OTHER_ACCOUNT)
     with pytest.raises(TypeError, match="complete"):
@@ -758,16 +717,12 @@ def build_agent_app() -> BedrockAgentCoreApp:
 
 @pytest.mark.slow
 def test_concurrent_rollouts_through_agentcore_app_record_every_reward_once(emu, arn):
-    emu.register_job(
-        arn, ScriptedPolicy([{"name": "guess_word", "arguments": {"guess": "CRANE"}}], "Solved.")
-    )
+    emu.register_job(arn, ScriptedPolicy([{"name": "guess_word", "arguments": {"guess": "CRANE"}}], "Solved."))
     expected = {f"rollout-{i:03d}": round(i / 100, 2) for i in range(CONCURRENT_ROLLOUTS)}
     server = LoopbackServer(build_agent_app(), name="agentcore-app")
     server.start()
     try:
-        with httpx.Client(
-            timeout=120, limits=httpx.Limits(max_connections=CONCURRENT_ROLLOUTS)
-        ) as http:
+        with httpx.Client(timeout=120, limits=httpx.Limits(max_connections=CONCURRENT_ROLLOUTS)) as http:
 
             def invoke(tid: str) -> dict:
                 payload = {

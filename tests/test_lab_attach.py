@@ -59,11 +59,17 @@ LEARNER = textwrap.dedent("""
 def _run(script: str, state: str, run: str, *args: str) -> dict:
     env = {**os.environ, "MTRL_MODE": "offline", "MTRL_RUN_ID": run, "MTRL_STATE_DIR": state}
     # Run from the state's folder: MultiTurnRLEvaluator writes its pipeline file into the CWD.
-    completed = subprocess.run([sys.executable, "-c", script, state, *args], capture_output=True, text=True,
-                               timeout=TIMEOUT_S, env=env, cwd=os.path.dirname(state))
+    completed = subprocess.run(
+        [sys.executable, "-c", script, state, *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        env=env,
+        cwd=os.path.dirname(state),
+    )
     lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
     assert completed.returncode == 0 and lines, completed.stderr[-4000:]
-    return json.loads(lines[-1][len("RESULT "):])
+    return json.loads(lines[-1][len("RESULT ") :])
 
 
 @pytest.mark.slow
@@ -122,20 +128,32 @@ def test_prepare_in_live_mode_fills_what_the_learner_lacks_from_the_attachment(t
             monkeypatch.delenv(name, raising=False)
         account, region = config.MOTO_ACCOUNT, session.region_name
         attachment = lab.Attachment(
-            run_id=INSTRUCTOR_RUN, job_name=f"mtrl-wordle-train-{INSTRUCTOR_RUN}-20261201000000", job_status="Completed",
-            region=region, job_role_arn=f"arn:aws:iam::{account}:role/mtrl-wordle-job-role-{INSTRUCTOR_RUN}",
+            run_id=INSTRUCTOR_RUN,
+            job_name=f"mtrl-wordle-train-{INSTRUCTOR_RUN}-20261201000000",
+            job_status="Completed",
+            region=region,
+            job_role_arn=f"arn:aws:iam::{account}:role/mtrl-wordle-job-role-{INSTRUCTOR_RUN}",
             runtime_arn=f"arn:aws:bedrock-agentcore:{region}:{account}:runtime/WordleMTRL_WordleAgent-abcdefghij",
             mlflow_app_arn=f"arn:aws:sagemaker:{region}:{account}:mlflow-app/app-instructor",
-            bucket="instructor-bucket", train_s3_uri="s3://instructor-bucket/t.jsonl",
-            validation_s3_uri="s3://instructor-bucket/v.jsonl", output_s3_uri="s3://instructor-bucket/out/",
+            bucket="instructor-bucket",
+            train_s3_uri="s3://instructor-bucket/t.jsonl",
+            validation_s3_uri="s3://instructor-bucket/v.jsonl",
+            output_s3_uri="s3://instructor-bucket/out/",
         )
         lab.lab_file().write_text(__import__("json").dumps(asdict(attachment)), encoding="utf-8")
         monkeypatch.setattr(config, "MODE", config.Mode.LIVE)
         found = resources._discover_live(session)
         assert (found.job_role_arn, found.runtime_arn, found.mlflow_app_arn) == (
-            attachment.job_role_arn, attachment.runtime_arn, attachment.mlflow_app_arn)
+            attachment.job_role_arn,
+            attachment.runtime_arn,
+            attachment.mlflow_app_arn,
+        )
         assert (found.bucket, found.train_s3_uri, found.validation_s3_uri, found.output_s3_uri) == (
-            "instructor-bucket", attachment.train_s3_uri, attachment.validation_s3_uri, attachment.output_s3_uri)
+            "instructor-bucket",
+            attachment.train_s3_uri,
+            attachment.validation_s3_uri,
+            attachment.output_s3_uri,
+        )
         monkeypatch.setattr(config, "MODE", config.Mode.OFFLINE)
         assert lab.detach() and lab.attached() is None
     finally:

@@ -29,7 +29,9 @@ def test_configure_targets_writes_the_callers_account_and_region(offline, tmp_pa
     assert target["account"] != config.PLACEHOLDER_ACCOUNT
 
 
-@pytest.mark.parametrize("account, region", [("1234", "us-east-1"), ("123456789012", "mars-1"), ("12345678901x", "us-east-1")])
+@pytest.mark.parametrize(
+    "account, region", [("1234", "us-east-1"), ("123456789012", "mars-1"), ("12345678901x", "us-east-1")]
+)
 def test_write_targets_names_the_bad_input(tmp_path, account, region):
     with pytest.raises(ValueError, match="account|region"):
         deploy.write_targets(account, region, tmp_path / "t.json")
@@ -83,7 +85,11 @@ def test_a_payload_for_another_region_than_the_runtime_is_refused_before_the_cal
     "metadata, env, expected",
     [
         ({"region": "eu-west-1", "jobArn": "arn:aws:sagemaker:ap-south-1:1:job/x"}, {}, "eu-west-1"),
-        ({"jobArn": "arn:aws:sagemaker:ap-south-1:123456789012:job/AgentRFT/x"}, {"AWS_REGION": "us-west-2"}, "ap-south-1"),
+        (
+            {"jobArn": "arn:aws:sagemaker:ap-south-1:123456789012:job/AgentRFT/x"},
+            {"AWS_REGION": "us-west-2"},
+            "ap-south-1",
+        ),
         ({}, {"AWS_REGION": "us-west-2"}, "us-west-2"),
         ({}, {}, "us-east-1"),
     ],

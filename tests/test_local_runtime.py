@@ -38,7 +38,11 @@ async def tiny_app(scope, receive, send):
         import asyncio
 
         await asyncio.sleep(SLOW_HANDLER_S)
-    reply = {"status": "Healthy"} if scope["path"] == "/ping" else {"reward": 0.25, "effort": os.environ.get("REASONING_EFFORT")}
+    reply = (
+        {"status": "Healthy"}
+        if scope["path"] == "/ping"
+        else {"reward": 0.25, "effort": os.environ.get("REASONING_EFFORT")}
+    )
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
     await send({"type": "http.response.body", "body": json.dumps(reply).encode()})
 
@@ -129,7 +133,10 @@ def test_real_wordle_app_answers_the_smoke_payload_offline(offline):
     emulator = JobRuntimeEmulator().serve()
     # The handler signs its bearer tokens with the process's credentials: trust those.
     emulator.add_credentials(
-        os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"], config.MOTO_ACCOUNT, session_token=os.environ.get("AWS_SESSION_TOKEN")
+        os.environ["AWS_ACCESS_KEY_ID"],
+        os.environ["AWS_SECRET_ACCESS_KEY"],
+        config.MOTO_ACCOUNT,
+        session_token=os.environ.get("AWS_SESSION_TOKEN"),
     )
     payload = dataset.smoke_payload(account_id=config.MOTO_ACCOUNT, region=config.OFFLINE_REGION)
     try:
@@ -217,8 +224,12 @@ def test_a_restart_with_48_rollouts_in_flight_fails_them_at_once_and_records_no_
     kinds.update({f"r{i:03d}": REPORT_THEN_HOLD for i in range(16, 40)})
     kinds.update({f"r{i:03d}": HOLD_THEN_REPORT for i in range(40, 64)})
     outcomes: dict[str, tuple] = {}
-    threads = {tid: threading.Thread(target=_call, args=(runtime, _payload(kind, arn, tid, emulator.endpoint), outcomes, tid), daemon=True)
-               for tid, kind in kinds.items()}
+    threads = {
+        tid: threading.Thread(
+            target=_call, args=(runtime, _payload(kind, arn, tid, emulator.endpoint), outcomes, tid), daemon=True
+        )
+        for tid, kind in kinds.items()
+    }
     try:
         for thread in threads.values():
             thread.start()
@@ -228,6 +239,7 @@ def test_a_restart_with_48_rollouts_in_flight_fails_them_at_once_and_records_no_
         def settled() -> bool:  # every held rollout is inside the agent (reported, or sampled)
             reached = {r.trajectory_id for r in emulator.trajectories(arn) if r.rewards is not None or r.sample_count}
             return set(held) <= reached and len(outcomes) == 16
+
         assert _wait_for(settled, CALLER_BOUND_S), len(outcomes)
         restarted_at = time.monotonic()
         runtime.restart()
@@ -249,11 +261,17 @@ def test_a_restart_with_48_rollouts_in_flight_fails_them_at_once_and_records_no_
         code, answer, _, _ = outcomes[tid]
         rewards = records[tid].rewards
         if kind == QUICK:
-            assert (code, answer, rewards) == ("ok", {"reward": reporting_app.reward_for(tid)}, (reporting_app.reward_for(tid),))
+            assert (code, answer, rewards) == (
+                "ok",
+                {"reward": reporting_app.reward_for(tid)},
+                (reporting_app.reward_for(tid),),
+            )
             continue
         assert code == "RuntimeClientError" and "restarted" in answer, (tid, code, answer)
         if kind == REPORT_THEN_HOLD:  # the caller is told the truth about the reward it cannot see
-            assert rewards == (reporting_app.reward_for(tid),) and f"reward ({reporting_app.reward_for(tid):g})" in answer
+            assert (
+                rewards == (reporting_app.reward_for(tid),) and f"reward ({reporting_app.reward_for(tid):g})" in answer
+            )
         else:  # told "failed", and nothing recorded, even after the orphan reported
             assert rewards is None and "already reported" not in answer
     slowest = max(outcomes[tid][3] for tid in held) - restarted_at
@@ -284,8 +302,14 @@ def test_bursts_at_and_beyond_the_service_maximum_lose_duplicate_and_hang_nothin
     try:
         for burst in range(5):
             tids = [f"b{burst}-{concurrency}-{i:03d}" for i in range(concurrency)]
-            threads = [threading.Thread(target=_call, args=(runtime, _payload(QUICK, arn, tid, emulator.endpoint), outcomes, tid), daemon=True)
-                       for tid in tids]
+            threads = [
+                threading.Thread(
+                    target=_call,
+                    args=(runtime, _payload(QUICK, arn, tid, emulator.endpoint), outcomes, tid),
+                    daemon=True,
+                )
+                for tid in tids
+            ]
             for thread in threads:
                 thread.start()
             deadline = time.monotonic() + CALLER_BOUND_S * 2
@@ -307,7 +331,9 @@ def test_a_runtime_can_serve_from_several_processes_and_stops_them_all(offline):
     env = {"PYTHONPATH": os.pathsep.join([TESTS_DIR, os.environ.get("PYTHONPATH", "")])}
     with pytest.raises(ValueError, match="subprocess mode"):
         LocalAgentRuntime("test_local_runtime:tiny_app", name="TwoThreads", workers=2)
-    runtime = LocalAgentRuntime("test_local_runtime:tiny_app", name="TwoProcs", mode="subprocess", workers=2, env=env).start()
+    runtime = LocalAgentRuntime(
+        "test_local_runtime:tiny_app", name="TwoProcs", mode="subprocess", workers=2, env=env
+    ).start()
     group = runtime._process.pid
     try:
         assert invoke(runtime.arn, b"{}")["reward"] == 0.25
@@ -336,7 +362,13 @@ async def reuse_detecting_app(scope, receive, send):
     reused = scope["path"] == "/invocations" and tuple(scope["client"]) in _seen_clients
     if scope["path"] == "/invocations":
         _seen_clients.add(tuple(scope["client"]))
-    await send({"type": "http.response.start", "status": 503 if reused else 200, "headers": [(b"content-type", b"application/json")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 503 if reused else 200,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
     await send({"type": "http.response.body", "body": b'{"reward": 0.25}'})
 
 

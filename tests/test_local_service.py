@@ -53,7 +53,9 @@ class World:
         train, val = dataset.make_splits()
         self.put(TRAIN_URI, train)
         self.put(VAL_URI, val)
-        self.mlflow_arn = self.sm.create_mlflow_app(Name="mtrl-test", ArtifactStoreUri=f"s3://{BUCKET}/mlflow", RoleArn=self.role)["Arn"]
+        self.mlflow_arn = self.sm.create_mlflow_app(
+            Name="mtrl-test", ArtifactStoreUri=f"s3://{BUCKET}/mlflow", RoleArn=self.role
+        )["Arn"]
         self.runtime = LocalAgentRuntime(f"{__name__}:ok_app", name="WordleTest")
         self.sm.create_model_package_group(ModelPackageGroupName="wordle-mpg")
         self.mpg_arn = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:model-package-group/wordle-mpg"
@@ -62,7 +64,9 @@ class World:
         arn = self.iam.create_role(RoleName=name, AssumeRolePolicyDocument=trust(principals, actions))["Role"]["Arn"]
         # What the SDK's role check and the evaluation pipeline ask of the role (the course's
         # job role carries the same), so these tests reach the trust and service checks.
-        self.iam.put_role_policy(RoleName=name, PolicyName="course-inline", PolicyDocument=json.dumps(course_iam.job_role_inline_policy(arn)))
+        self.iam.put_role_policy(
+            RoleName=name, PolicyName="course-inline", PolicyDocument=json.dumps(course_iam.job_role_inline_policy(arn))
+        )
         return arn
 
     def put(self, uri: str, rows) -> None:
@@ -71,10 +75,15 @@ class World:
 
     def document(self, hyperparameters=None, mlflow="training", runtime_arn=None, train=TRAIN_URI) -> dict:
         doc = {
-            "AgentConfig": {"BedrockAgentCoreConfig": {"AgentRuntimeArn": runtime_arn or self.runtime.arn, "Qualifier": "DEFAULT"}},
+            "AgentConfig": {
+                "BedrockAgentCoreConfig": {"AgentRuntimeArn": runtime_arn or self.runtime.arn, "Qualifier": "DEFAULT"}
+            },
             "InputDataConfig": [
                 {"ChannelName": "train", "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": train}}},
-                {"ChannelName": "validation", "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": VAL_URI}}},
+                {
+                    "ChannelName": "validation",
+                    "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": VAL_URI}},
+                },
             ],
             "OutputDataConfig": {"S3OutputPath": f"s3://{BUCKET}/out/"},
             "ModelPackageConfig": {"OutputModelPackageGroupArn": self.mpg_arn},
@@ -85,7 +94,10 @@ class World:
             },
         }
         if mlflow == "training":
-            doc["TrainingConfig"]["MlflowConfig"] = {"MlflowResourceArn": self.mlflow_arn, "MlflowExperimentName": "wordle"}
+            doc["TrainingConfig"]["MlflowConfig"] = {
+                "MlflowResourceArn": self.mlflow_arn,
+                "MlflowExperimentName": "wordle",
+            }
         elif mlflow == "output":
             doc["OutputDataConfig"]["MlflowConfig"] = {"MlflowResourceArn": self.mlflow_arn}
         return doc
@@ -133,8 +145,19 @@ def test_demo_job_walks_the_statuses_and_reports_service_output(world):
     assert statuses == ["Starting", "Downloading", "Pending", "Training", "Uploading", "Completed"]
     assert all("EndTime" in t for t in described["SecondaryStatusTransitions"])
     output = json.loads(described["JobConfigDocument"])["ServiceOutput"]
-    assert output["BillableTokenUsage"] == {"PrefillTokenCount": 0, "SampleTokenCount": 0, "TrainTokenCount": 0, "TrainingTokenCount": 0}
-    assert output["ProgressInfo"] == {"MaxEpoch": 20, "StepsPerEpoch": 5, "CurrentEpoch": 20, "CurrentStep": 5, "BatchSize": 128}
+    assert output["BillableTokenUsage"] == {
+        "PrefillTokenCount": 0,
+        "SampleTokenCount": 0,
+        "TrainTokenCount": 0,
+        "TrainingTokenCount": 0,
+    }
+    assert output["ProgressInfo"] == {
+        "MaxEpoch": 20,
+        "StepsPerEpoch": 5,
+        "CurrentEpoch": 20,
+        "CurrentStep": 5,
+        "BatchSize": 128,
+    }
     assert output["RolloutInfo"] == {"Total": 100 * 128 * 8, "Completed": 100 * 128 * 8}
     packages = world.sm.list_model_packages(ModelPackageGroupName="wordle-mpg")["ModelPackageSummaryList"]
     assert [p["ModelPackageArn"] for p in packages] == [output["OutputModelPackageArn"]]
@@ -144,7 +167,14 @@ def test_runner_sees_typed_hyperparameters_prompts_and_mlflow(world):
     seen = {}
 
     def runner(job):
-        seen.update(hp=job.hyperparameters, train=job.prompts("train"), val=job.prompts("validation"), mlflow=job.mlflow_tracking_uri, experiment=job.experiment_name, run=job.run_name)
+        seen.update(
+            hp=job.hyperparameters,
+            train=job.prompts("train"),
+            val=job.prompts("validation"),
+            mlflow=job.mlflow_tracking_uri,
+            experiment=job.experiment_name,
+            run=job.run_name,
+        )
 
     world.backend.service.set_runner(service.TRAINING, runner)
     world.create()
@@ -177,7 +207,9 @@ def test_stop_job_stops_a_running_job(world):
 
 
 def test_runner_failures_fail_the_job_with_a_reason(world):
-    world.backend.service.set_runner(service.TRAINING, lambda job: job.fail("ClientError: No sampling requests were received"))
+    world.backend.service.set_runner(
+        service.TRAINING, lambda job: job.fail("ClientError: No sampling requests were received")
+    )
     world.create(name="fails-1")
     assert finished(world, "fails-1").failure_reason == "ClientError: No sampling requests were received"
 
@@ -232,22 +264,41 @@ def test_evaluation_job_accepts_documented_nested_names_and_rejects_the_sdks(wor
     world.backend.service.set_runner(service.EVALUATION, service.demo_runner)
     doc = {
         "AgentConfig": {"BedrockAgentCoreConfig": {"AgentRuntimeArn": world.runtime.arn}},
-        "InputDataConfig": [{"ChannelName": "evaluation", "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": VAL_URI}}}],
-        "OutputDataConfig": {"S3OutputPath": f"s3://{BUCKET}/eval/", "MlflowConfig": {"MlflowResourceArn": world.mlflow_arn}},
+        "InputDataConfig": [
+            {"ChannelName": "evaluation", "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": VAL_URI}}}
+        ],
+        "OutputDataConfig": {
+            "S3OutputPath": f"s3://{BUCKET}/eval/",
+            "MlflowConfig": {"MlflowResourceArn": world.mlflow_arn},
+        },
         "EvaluationConfig": {
             "BaseModelArn": hub.hub_content_arn(REGION, service_spec.GPT_OSS_20B),
             "AcceptEula": True,
-            "HyperParameters": {"batch": {"eval_group_size": 4}, "sampling_temperature": "1.0", "sampling_top_p": "0.9"},
+            "HyperParameters": {
+                "batch": {"eval_group_size": 4},
+                "sampling_temperature": "1.0",
+                "sampling_top_p": "0.9",
+            },
         },
     }
     # MultiTurnRLEvaluator's own name: the public sample reports the live schema rejects it.
     code, message = world.rejects(name="eval-0", doc=doc, category=service.EVALUATION)
     assert code == "ValidationException" and "sampling_temperature" in message
-    doc["EvaluationConfig"]["HyperParameters"] = {"batch": {"eval_group_size": 4}, "temperature": "1.0", "sampling_top_p": "0.9"}
+    doc["EvaluationConfig"]["HyperParameters"] = {
+        "batch": {"eval_group_size": 4},
+        "temperature": "1.0",
+        "sampling_top_p": "0.9",
+    }
     world.create(name="eval-1", doc=doc, category=service.EVALUATION)
     job = finished(world, "eval-1", service.EVALUATION)
-    assert (job.hyperparameters["eval_group_size"], job.hyperparameters["temperature"], job.hyperparameters["sampling_top_p"]) == (4, 1.0, 0.9)
-    usage = json.loads(world.sm.describe_job(JobName="eval-1", JobCategory=service.EVALUATION)["JobConfigDocument"])["ServiceOutput"]["BillableTokenUsage"]
+    assert (
+        job.hyperparameters["eval_group_size"],
+        job.hyperparameters["temperature"],
+        job.hyperparameters["sampling_top_p"],
+    ) == (4, 1.0, 0.9)
+    usage = json.loads(world.sm.describe_job(JobName="eval-1", JobCategory=service.EVALUATION)["JobConfigDocument"])[
+        "ServiceOutput"
+    ]["BillableTokenUsage"]
     assert set(usage) == {"PrefillTokenCount", "SampleTokenCount"}
     doc["EvaluationConfig"]["HyperParameters"] = {"temperature": "2.5"}
     code, message = world.rejects(name="eval-2", doc=doc, category=service.EVALUATION)
@@ -260,7 +311,10 @@ def test_evaluation_job_accepts_documented_nested_names_and_rejects_the_sdks(wor
 def test_generic_sagemaker_principal_cannot_be_assumed(world):
     generic = world.make_role("GenericSageMaker", ["sagemaker.amazonaws.com"], ["sts:AssumeRole"])
     first = world.rejects(role=generic)
-    assert first == ("ValidationException", f"Could not assume role {generic}. Please ensure that the role exists and its trust policy allows the service to assume it.")
+    assert first == (
+        "ValidationException",
+        f"Could not assume role {generic}. Please ensure that the role exists and its trust policy allows the service to assume it.",
+    )
     world.rejects(role=generic)
     # The third attempt names the principal, as the walkthrough's authors found.
     third = world.rejects(role=generic)[1]
@@ -286,7 +340,10 @@ def test_runtime_in_another_region_is_rejected(world):
 
 def test_unregistered_runtime_is_not_found(world):
     ghost = world.runtime.arn.replace("WordleTest", "Ghost")
-    assert world.rejects(doc=world.document(runtime_arn=ghost)) == ("ResourceNotFound", f"Agent runtime {ghost} was not found.")
+    assert world.rejects(doc=world.document(runtime_arn=ghost)) == (
+        "ResourceNotFound",
+        f"Agent runtime {ghost} was not found.",
+    )
 
 
 def test_mlflow_config_is_required(world):
@@ -322,10 +379,15 @@ def test_missing_dataset_is_rejected(world):
 
 
 def test_hyperparameter_out_of_range_is_rejected(world):
-    code, message = world.rejects(doc=world.document({**WALKTHROUGH_OVERRIDES, "sampling_max_tokens": "16384", "global_batch_size": "100"}))
+    code, message = world.rejects(
+        doc=world.document({**WALKTHROUGH_OVERRIDES, "sampling_max_tokens": "16384", "global_batch_size": "100"})
+    )
     assert code == "ValidationException"
     assert message.startswith("2 validation errors detected: ")
-    assert "Value '16384' at 'TrainingConfig.HyperParameters.sampling_max_tokens' failed to satisfy constraint: Member must be less than or equal to 8192" in message
+    assert (
+        "Value '16384' at 'TrainingConfig.HyperParameters.sampling_max_tokens' failed to satisfy constraint: Member must be less than or equal to 8192"
+        in message
+    )
     assert "Member must satisfy enum value set: [32, 64, 128]" in message
 
 
@@ -351,7 +413,13 @@ def test_max_steps_beyond_max_epochs_is_rejected(world):
 def test_bad_job_name_and_schema_version_are_rejected(world):
     assert "regular expression pattern" in world.rejects(name="bad_name")[1]
     with pytest.raises(ClientError, match="JobConfigSchemaVersion 2.0.0 is not supported"):
-        world.sm.create_job(JobName="x", RoleArn=world.role, JobCategory=service.TRAINING, JobConfigSchemaVersion="2.0.0", JobConfigDocument="{}")
+        world.sm.create_job(
+            JobName="x",
+            RoleArn=world.role,
+            JobCategory=service.TRAINING,
+            JobConfigSchemaVersion="2.0.0",
+            JobConfigDocument="{}",
+        )
 
 
 def test_resolve_hyperparameters_applies_defaults_and_types():
@@ -409,8 +477,15 @@ def test_multi_turn_rl_trainer_runs_a_job_to_completion(world, trainer_class):
     attached.refresh()
     assert attached.job_status == "Completed"
     assert attached.billable_token_usage["TrainTokenCount"] == attached.billable_token_usage["TrainingTokenCount"] == 0
-    assert [t.status for t in attached.secondary_status_transitions][:4] == ["Starting", "Downloading", "Pending", "Training"]
-    assert attached.output_model_package_arn.startswith(f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:model-package/{service_spec.GPT_OSS_20B}-mtrl-mpg/")
+    assert [t.status for t in attached.secondary_status_transitions][:4] == [
+        "Starting",
+        "Downloading",
+        "Pending",
+        "Training",
+    ]
+    assert attached.output_model_package_arn.startswith(
+        f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:model-package/{service_spec.GPT_OSS_20B}-mtrl-mpg/"
+    )
     assert attached.progress_info["StepsPerEpoch"] == 5
 
 
@@ -462,7 +537,11 @@ def test_multi_turn_rl_evaluator_runs_its_pipeline_through_the_local_service(wor
     execution = evaluator.evaluate()
     execution.wait(poll=0.2, timeout=30)
     assert execution.status.overall_status == "Succeeded"
-    assert [s.name for s in execution.status.step_details] == ["CreateEvaluationAction", "EvaluateBaseModel", "AssociateLineage"]
+    assert [s.name for s in execution.status.step_details] == [
+        "CreateEvaluationAction",
+        "EvaluateBaseModel",
+        "AssociateLineage",
+    ]
     (job,) = [j for j in world.backend.service.jobs() if j.category == service.EVALUATION]
     assert job.status == "Completed" and job.name.startswith("pipelines-") and job.name.endswith("-EvaluateBaseModel")
     assert job.hyperparameters["eval_group_size"] == 4
@@ -480,12 +559,19 @@ def test_evaluator_compares_base_and_trained_models(world, trainer_class):
     finished(world, trained.job_name)
     trained.refresh()
     evaluator = MultiTurnRLEvaluator(
-        model=trained, dataset=VAL_URI, s3_output_path=f"s3://{BUCKET}/eval/", mlflow_resource_arn=world.mlflow_arn, role=world.role, evaluate_base_model=True
+        model=trained,
+        dataset=VAL_URI,
+        s3_output_path=f"s3://{BUCKET}/eval/",
+        mlflow_resource_arn=world.mlflow_arn,
+        role=world.role,
+        evaluate_base_model=True,
     )
     execution = evaluator.evaluate()
     execution.wait(poll=0.2, timeout=30)
     assert execution.status.overall_status == "Succeeded"
-    jobs = sorted((j for j in world.backend.service.jobs() if j.category == service.EVALUATION), key=lambda j: j.creation_time)
+    jobs = sorted(
+        (j for j in world.backend.service.jobs() if j.category == service.EVALUATION), key=lambda j: j.creation_time
+    )
     assert [j.name.rsplit("-", 1)[-1] for j in jobs] == ["EvaluateBaseModel", "EvaluateFineTunedModel"]
     assert jobs[1].config.input_model_package_arn == trained.output_model_package_arn
     assert jobs[0].config.run_name == "base-model-eval" and jobs[1].config.run_name == "fine-tuned-model-eval"
@@ -496,15 +582,24 @@ def test_failed_evaluation_job_fails_the_pipeline(world, trainer_class):
     from sagemaker.core.utils.exceptions import FailedStatusError
     from sagemaker.train.evaluate import MultiTurnRLEvaluator
 
-    world.backend.service.set_runner(service.EVALUATION, lambda job: job.fail("ClientError: No sampling requests were received"))
+    world.backend.service.set_runner(
+        service.EVALUATION, lambda job: job.fail("ClientError: No sampling requests were received")
+    )
     evaluator = MultiTurnRLEvaluator(
-        model=service_spec.GPT_OSS_20B, dataset=VAL_URI, agent_config=world.runtime.arn, s3_output_path=f"s3://{BUCKET}/eval/", mlflow_resource_arn=world.mlflow_arn, role=world.role
+        model=service_spec.GPT_OSS_20B,
+        dataset=VAL_URI,
+        agent_config=world.runtime.arn,
+        s3_output_path=f"s3://{BUCKET}/eval/",
+        mlflow_resource_arn=world.mlflow_arn,
+        role=world.role,
     )
     execution = evaluator.evaluate()
     with pytest.raises(FailedStatusError):
         execution.wait(poll=0.2, timeout=30)
     failed = [s for s in execution.status.step_details if s.status == "Failed"]
-    assert [(s.name, s.failure_reason) for s in failed] == [("EvaluateBaseModel", "ClientError: No sampling requests were received")]
+    assert [(s.name, s.failure_reason) for s in failed] == [
+        ("EvaluateBaseModel", "ClientError: No sampling requests were received")
+    ]
 
 
 @pytest.mark.slow
@@ -525,4 +620,7 @@ def test_sdk_reads_the_runner_metrics_through_the_mlflow_app_arn(world, trainer_
     details = job.mlflow_details
     assert (details["ExperimentName"], details["RunName"]) == ("wordle-mtrl", job.job_name)
     rows = job.get_training_metrics()  # the SDK sets the tracking URI to the app ARN
-    assert [(r["step"], r["rollout/reward/mean"], r["training/num_trajectories"]) for r in rows] == [(1, 0.1, 1024), (2, 0.2, 1024)]
+    assert [(r["step"], r["rollout/reward/mean"], r["training/num_trajectories"]) for r in rows] == [
+        (1, 0.1, 1024),
+        (2, 0.2, 1024),
+    ]

@@ -21,7 +21,7 @@ def test_walkthrough_game_replays_paste_through_the_course_game_code():
     assert game.solved and "AWS walkthrough" in game.label
     assert [t.marks for t in game.turns] == ["X X Y X G", "Y X X X G", "X G G G G", "G G G G G"]
     first = game.turns[0]
-    assert first.squares == "\u2B1B\u2B1B\U0001F7E8\u2B1B\U0001F7E9"
+    assert first.squares == "\u2b1b\u2b1b\U0001f7e8\u2b1b\U0001f7e9"
     assert "- Correct Position (Green): _ _ _ _ E" in first.summary
     reference = WordleGame("PASTE")
     for word in game.guesses:
@@ -71,7 +71,9 @@ def logged_job(offline):
     boto = aws.session()
     role = boto.client("iam").create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
     boto.client("s3").create_bucket(Bucket=BUCKET)
-    arn = boto.client("sagemaker").create_mlflow_app(Name="monitoring", ArtifactStoreUri=f"s3://{BUCKET}/m", RoleArn=role)["Arn"]
+    arn = boto.client("sagemaker").create_mlflow_app(
+        Name="monitoring", ArtifactStoreUri=f"s3://{BUCKET}/m", RoleArn=role
+    )["Arn"]
     client = MlflowClient(tracking_uri=arn)
     experiment = client.create_experiment(JOB)
     run = client.create_run(experiment, run_name=JOB, tags={"mtrl.offline.seed": "7"})
@@ -82,9 +84,21 @@ def logged_job(offline):
         client.log_metric(run.info.run_id, "val/reward/pass_at_1", value, step=step)
     document = {
         "TrainingConfig": {"MlflowConfig": {"MlflowResourceArn": arn, "MlflowExperimentName": JOB}},
-        "ServiceOutput": {"MlflowDetails": {"ExperimentName": JOB, "RunName": JOB, "ExperimentId": experiment, "RunId": run.info.run_id}},
+        "ServiceOutput": {
+            "MlflowDetails": {
+                "ExperimentName": JOB,
+                "RunName": JOB,
+                "ExperimentId": experiment,
+                "RunId": run.info.run_id,
+            }
+        },
     }
-    return {"JobName": JOB, "JobCategory": "AgentRFT", "JobStatus": "Completed", "JobConfigDocument": json.dumps(document)}, arn
+    return {
+        "JobName": JOB,
+        "JobCategory": "AgentRFT",
+        "JobStatus": "Completed",
+        "JobConfigDocument": json.dumps(document),
+    }, arn
 
 
 def test_metrics_frame_has_one_row_per_step_and_nan_where_not_logged(logged_job):
@@ -105,7 +119,9 @@ def test_a_job_without_an_mlflow_run_yet_says_when_to_come_back(logged_job):
     response, _ = logged_job
     document = json.loads(response["JobConfigDocument"])
     document.pop("ServiceOutput")
-    starting = dict(response, JobStatus="InProgress", SecondaryStatus="Starting", JobConfigDocument=json.dumps(document))
+    starting = dict(
+        response, JobStatus="InProgress", SecondaryStatus="Starting", JobConfigDocument=json.dumps(document)
+    )
     with pytest.raises(ValueError, match="has not reported its MLflow run yet"):
         monitoring.metrics_frame(starting)
 

@@ -44,8 +44,17 @@ def guard():
         lambda: _socket.gethostbyaddr(REMOTE[0]),
         lambda: _socket.getaddrinfo(NAME, 443),
     ],
-    ids=["gethostbyname", "gethostbyname_ex", "getaddrinfo", "gethostbyaddr", "getnameinfo", "create_connection",
-         "_socket.gethostbyname", "_socket.gethostbyaddr", "_socket.getaddrinfo"],
+    ids=[
+        "gethostbyname",
+        "gethostbyname_ex",
+        "getaddrinfo",
+        "gethostbyaddr",
+        "getnameinfo",
+        "create_connection",
+        "_socket.gethostbyname",
+        "_socket.gethostbyaddr",
+        "_socket.getaddrinfo",
+    ],
 )
 def test_remote_name_lookups_are_refused(lookup):
     with pytest.raises(socket.gaierror, match="offline mode"):
@@ -73,7 +82,10 @@ def test_udp_sendmsg_is_refused():
 
 
 def test_udp_on_loopback_still_works():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as receiver, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+    with (
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as receiver,
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender,
+    ):
         receiver.bind(("127.0.0.1", 0))
         receiver.settimeout(5)
         sender.sendto(b"ping", receiver.getsockname())
@@ -124,8 +136,9 @@ def test_limit_a_c_level_socket_resolves_a_name_before_the_guard_sees_it():
 
 # ------------------------------------------------------------------------------ child processes
 def child(code: str, *flags: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *flags, "-c", code], capture_output=True, text=True, timeout=120,
-                          env=env, check=False)
+    return subprocess.run(
+        [sys.executable, *flags, "-c", code], capture_output=True, text=True, timeout=120, env=env, check=False
+    )
 
 
 LOOKUP_IN_CHILD = f"import socket\ntry:\n    socket.gethostbyname({NAME!r})\nexcept OSError as e:\n    print(e)\n"
@@ -143,8 +156,10 @@ def test_the_child_guard_keeps_a_shadowed_sitecustomize(tmp_path):
     (shadowed / "sitecustomize.py").write_text("import os\nos.environ['SHADOWED_RAN'] = '1'\n")
     env = {**os.environ, **netguard.child_environment(tmp_path / "state")}
     env["PYTHONPATH"] += os.pathsep + str(shadowed)
-    result = child("import os, socket; print(os.environ.get('SHADOWED_RAN'), getattr(socket, '_mtrl_network_guard', False))",
-                   env=env)
+    result = child(
+        "import os, socket; print(os.environ.get('SHADOWED_RAN'), getattr(socket, '_mtrl_network_guard', False))",
+        env=env,
+    )
     assert result.stdout.split() == ["1", "True"], result.stderr
 
 
@@ -162,8 +177,10 @@ TELEMETRY_VARS = (*telemetry.TELEMETRY_ENV, telemetry.SDK_CONFIG_ENV_VAR)
 def test_importing_the_course_switches_mlflow_telemetry_off():
     env = {k: v for k, v in os.environ.items() if k not in TELEMETRY_VARS}
     env["PYTHONPATH"] = os.pathsep.join([PACKAGE_ROOT, env.get("PYTHONPATH", "")])
-    code = ("import mtrl_course.config\nimport mlflow.telemetry.utils as u\n"
-            "u._IS_IN_CI_ENV_OR_TESTING = False\nprint(u.is_telemetry_disabled())")
+    code = (
+        "import mtrl_course.config\nimport mlflow.telemetry.utils as u\n"
+        "u._IS_IN_CI_ENV_OR_TESTING = False\nprint(u.is_telemetry_disabled())"
+    )
     result = child(code, env=env)
     assert result.stdout.strip() == "True", result.stderr
 

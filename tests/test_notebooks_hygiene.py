@@ -132,7 +132,9 @@ def check_live_cells(nb: Any, nn: str) -> list[str]:
         if SHELL_ESCAPE.search(cell.source) and not live_only:
             found.append(f"code cell {index}: a shell escape outside a cell tagged {executor.LIVE_ONLY_TAG!r}")
         if live_only and not LIVE_CHECK.search(cell.source):
-            found.append(f"code cell {index}: live-only cell without a mode check in code (nb.is_live, nb.live_only, nb.run_live)")
+            found.append(
+                f"code cell {index}: live-only cell without a mode check in code (nb.is_live, nb.live_only, nb.run_live)"
+            )
         if live_only and not _has_nbval_skip(cell):
             found.append(f"code cell {index}: live-only cell without the nbval-skip tag or # NBVAL_SKIP")
         if PIP_INSTALL.search(cell.source) and nn != INSTALL_NOTEBOOK:
@@ -144,8 +146,14 @@ def check_live_cells(nb: Any, nn: str) -> list[str]:
 
 def all_problems(nb: Any, nn: str) -> list[str]:
     return [
-        *check_counts(nb), *check_hashes(nb), *check_errors(nb), *check_stderr(nb), *check_metadata(nb),
-        *check_bootstrap(nb, nn), *check_generated_cells(nb, nn), *check_live_cells(nb, nn),
+        *check_counts(nb),
+        *check_hashes(nb),
+        *check_errors(nb),
+        *check_stderr(nb),
+        *check_metadata(nb),
+        *check_bootstrap(nb, nn),
+        *check_generated_cells(nb, nn),
+        *check_live_cells(nb, nn),
     ]
 
 
@@ -446,14 +454,31 @@ def test_nbval_plugin_sanitizes_marks_and_compares(tmp_path: Path) -> None:
     _probe_notebook(good, "answer: 42\n")
     _probe_notebook(bad, "answer: 41\n")
     tests_dir = Path(__file__).parent
-    command = [sys.executable, "-m", "pytest", "-p", "notebooks_conftest_plugin", "--nbval", "-q", "-p", "no:cacheprovider",
-               "--rootdir", str(tmp_path), "-o", f"pythonpath={tests_dir}", "-c", "/dev/null"]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "notebooks_conftest_plugin",
+        "--nbval",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(tmp_path),
+        "-o",
+        f"pythonpath={tests_dir}",
+        "-c",
+        "/dev/null",
+    ]
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     ran = subprocess.run([*command, str(good), str(bad)], capture_output=True, text=True, env=env, timeout=180)
     summary = ran.stdout.strip().splitlines()[-1]
     assert "1 failed, 7 passed" in summary, ran.stdout[-3000:]
     assert "bad.ipynb::Cell 3" in ran.stdout
-    deselected = subprocess.run([*command, "-m", "not notebooks", str(good)], capture_output=True, text=True, env=env, timeout=180)
+    deselected = subprocess.run(
+        [*command, "-m", "not notebooks", str(good)], capture_output=True, text=True, env=env, timeout=180
+    )
     assert "4 deselected" in deselected.stdout, deselected.stdout[-2000:]
 
 
@@ -467,7 +492,9 @@ def test_normalise_merges_split_stream_outputs(template: Any) -> None:
     ]
     executor.normalise(template)
     assert [(o.name, o.text) for o in cell.outputs] == [
-        ("stdout", "offline: skipped\n"), ("stderr", "warn\n"), ("stdout", "after\n"),
+        ("stdout", "offline: skipped\n"),
+        ("stderr", "warn\n"),
+        ("stdout", "after\n"),
     ]
 
 

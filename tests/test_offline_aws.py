@@ -26,7 +26,13 @@ ACCOUNT = config.MOTO_ACCOUNT
 BUCKET = "mtrl-course-test-bucket"
 JOB_TRUST = {
     "Version": "2012-10-17",
-    "Statement": [{"Effect": "Allow", "Principal": {"Service": "job.sagemaker.amazonaws.com"}, "Action": ["sts:AssumeRole", "sts:TagSession"]}],
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "job.sagemaker.amazonaws.com"},
+            "Action": ["sts:AssumeRole", "sts:TagSession"],
+        }
+    ],
 }
 # Documentation address (TEST-NET-3): never routable, so a broken guard cannot reach anything.
 UNROUTABLE = ("203.0.113.7", 443)
@@ -132,7 +138,9 @@ def test_live_session_names_the_missing_region(monkeypatch):
 
 def test_call_trace_records_course_calls_but_not_the_stand_ins_own(boto, offline):
     offline.calls.clear()
-    boto.client("sagemaker").describe_hub_content(HubName=hub.HUB_NAME, HubContentType="Model", HubContentName=service_spec.GPT_OSS_20B)
+    boto.client("sagemaker").describe_hub_content(
+        HubName=hub.HUB_NAME, HubContentType="Model", HubContentName=service_spec.GPT_OSS_20B
+    )
     # Seeding the hub bucket made S3 calls of its own; only the course's call is traced.
     assert list(offline.calls) == ["sagemaker.DescribeHubContent"]
 
@@ -171,7 +179,11 @@ def test_simulate_principal_policy_decides_like_iam(boto):
     )["EvaluationResults"]
     decisions = {r["EvalActionName"]: r["EvalDecision"] for r in results}
     # Nothing allows ecr:GetAuthorizationToken: IAM's implicit deny, not "allowed".
-    assert decisions == {"s3:GetObject": "allowed", "s3:DeleteObject": "explicitDeny", "ecr:GetAuthorizationToken": "implicitDeny"}
+    assert decisions == {
+        "s3:GetObject": "allowed",
+        "s3:DeleteObject": "explicitDeny",
+        "ecr:GetAuthorizationToken": "implicitDeny",
+    }
 
 
 def test_simulate_principal_policy_reads_attached_managed_policies(boto):
@@ -182,13 +194,17 @@ def test_simulate_principal_policy_reads_attached_managed_policies(boto):
     for name, document in (("only-sagemaker", deny), ("everything", allow)):
         policy = iam.create_policy(PolicyName=name, PolicyDocument=json.dumps(document))["Policy"]["Arn"]
         iam.attach_role_policy(RoleName="MtrlJobRole", PolicyArn=policy)
-    results = iam.simulate_principal_policy(PolicySourceArn=arn, ActionNames=["sagemaker:CreateJob", "s3:GetObject"])["EvaluationResults"]
+    results = iam.simulate_principal_policy(PolicySourceArn=arn, ActionNames=["sagemaker:CreateJob", "s3:GetObject"])[
+        "EvaluationResults"
+    ]
     assert [r["EvalDecision"] for r in results] == ["allowed", "explicitDeny"]
 
 
 def test_simulate_principal_policy_unknown_role(boto):
     with pytest.raises(ClientError) as excinfo:
-        boto.client("iam").simulate_principal_policy(PolicySourceArn=f"arn:aws:iam::{ACCOUNT}:role/Nobody", ActionNames=["s3:GetObject"])
+        boto.client("iam").simulate_principal_policy(
+            PolicySourceArn=f"arn:aws:iam::{ACCOUNT}:role/Nobody", ActionNames=["s3:GetObject"]
+        )
     assert error_of(excinfo)[0] == "NoSuchEntity"
 
 
@@ -219,8 +235,13 @@ def test_mlflow_app_create_describe_list_update_delete(boto, offline):
 def test_mlflow_app_needs_an_existing_bucket(boto):
     role = make_role(boto)
     with pytest.raises(ClientError) as excinfo:
-        boto.client("sagemaker").create_mlflow_app(Name="x", ArtifactStoreUri="s3://no-such-bucket/mlflow", RoleArn=role)
-    assert error_of(excinfo) == ("ValidationException", "The artifact store bucket no-such-bucket does not exist or is not accessible.")
+        boto.client("sagemaker").create_mlflow_app(
+            Name="x", ArtifactStoreUri="s3://no-such-bucket/mlflow", RoleArn=role
+        )
+    assert error_of(excinfo) == (
+        "ValidationException",
+        "The artifact store bucket no-such-bucket does not exist or is not accessible.",
+    )
 
 
 def test_presigned_url_expiry_is_range_checked(boto):
@@ -239,7 +260,9 @@ def test_mlflow_app_arn_works_as_tracking_uri(boto):
 
     role = make_role(boto)
     boto.client("s3").create_bucket(Bucket=BUCKET)
-    arn = boto.client("sagemaker").create_mlflow_app(Name="tracking", ArtifactStoreUri=f"s3://{BUCKET}/m", RoleArn=role)["Arn"]
+    arn = boto.client("sagemaker").create_mlflow_app(
+        Name="tracking", ArtifactStoreUri=f"s3://{BUCKET}/m", RoleArn=role
+    )["Arn"]
     client = MlflowClient(tracking_uri=arn)
     experiment = client.create_experiment("wordle")
     run = client.create_run(experiment)
@@ -256,7 +279,9 @@ def test_mlflow_app_arn_works_as_tracking_uri(boto):
 
 def test_describe_hub_content_serves_mtrl_recipes_with_specs_in_s3(boto):
     sm = boto.client("sagemaker")
-    content = sm.describe_hub_content(HubName=hub.HUB_NAME, HubContentType="Model", HubContentName=service_spec.GPT_OSS_20B)
+    content = sm.describe_hub_content(
+        HubName=hub.HUB_NAME, HubContentType="Model", HubContentName=service_spec.GPT_OSS_20B
+    )
     assert content["HubContentArn"] == hub.hub_content_arn(config.OFFLINE_REGION, service_spec.GPT_OSS_20B)
     recipes = json.loads(content["HubContentDocument"])["RecipeCollection"]
     training = next(r for r in recipes if r.get("CustomizationTechnique") == "MTRL")
@@ -271,13 +296,17 @@ def test_describe_hub_content_serves_mtrl_recipes_with_specs_in_s3(boto):
 
 def test_unpublished_models_are_not_found_and_say_why(boto):
     with pytest.raises(ClientError) as excinfo:
-        boto.client("sagemaker").describe_hub_content(HubName=hub.HUB_NAME, HubContentType="Model", HubContentName="gemma-4-31b-it")
+        boto.client("sagemaker").describe_hub_content(
+            HubName=hub.HUB_NAME, HubContentType="Model", HubContentName="gemma-4-31b-it"
+        )
     code, message = error_of(excinfo)
     assert code == "ResourceNotFound" and "not public" in message
 
 
 def test_list_hub_contents_tags_both_models_for_mtrl(boto):
-    summaries = boto.client("sagemaker").list_hub_contents(HubName=hub.HUB_NAME, HubContentType="Model")["HubContentSummaries"]
+    summaries = boto.client("sagemaker").list_hub_contents(HubName=hub.HUB_NAME, HubContentType="Model")[
+        "HubContentSummaries"
+    ]
     assert [s["HubContentName"] for s in summaries] == sorted(hub.MODELS)
     assert all(hub.TRAINING_KEYWORD in s["HubContentSearchKeywords"] for s in summaries)
 
@@ -286,14 +315,18 @@ def test_list_hub_contents_tags_both_models_for_mtrl(boto):
 
 
 def test_invoke_agent_runtime_accepts_33_character_session_ids(boto, runtime):
-    reply = boto.client("bedrock-agentcore").invoke_agent_runtime(agentRuntimeArn=runtime.arn, payload=b'{"prompt": "hi"}', runtimeSessionId="s" * 33)
+    reply = boto.client("bedrock-agentcore").invoke_agent_runtime(
+        agentRuntimeArn=runtime.arn, payload=b'{"prompt": "hi"}', runtimeSessionId="s" * 33
+    )
     assert reply["statusCode"] == 200 and reply["contentType"] == "application/json"
     assert json.loads(reply["response"].read()) == {"echo": {"prompt": "hi"}, "session": "s" * 33}
 
 
 def test_botocore_rejects_a_32_character_session_id_client_side(boto, runtime):
     with pytest.raises(ParamValidationError, match="valid min length: 33"):
-        boto.client("bedrock-agentcore").invoke_agent_runtime(agentRuntimeArn=runtime.arn, payload=b"{}", runtimeSessionId="s" * 32)
+        boto.client("bedrock-agentcore").invoke_agent_runtime(
+            agentRuntimeArn=runtime.arn, payload=b"{}", runtimeSessionId="s" * 32
+        )
 
 
 def test_service_rejects_a_32_character_session_id_with_its_message(boto, runtime):
@@ -309,7 +342,9 @@ def test_service_rejects_a_32_character_session_id_with_its_message(boto, runtim
 
 def test_session_id_longer_than_256_is_rejected(boto, runtime):
     with pytest.raises(ClientError, match="less than or equal to 256"):
-        boto.client("bedrock-agentcore").invoke_agent_runtime(agentRuntimeArn=runtime.arn, payload=b"{}", runtimeSessionId="s" * 257)
+        boto.client("bedrock-agentcore").invoke_agent_runtime(
+            agentRuntimeArn=runtime.arn, payload=b"{}", runtimeSessionId="s" * 257
+        )
 
 
 def test_omitted_session_id_is_generated_like_botocore_does(boto, runtime):
@@ -320,30 +355,44 @@ def test_omitted_session_id_is_generated_like_botocore_does(boto, runtime):
 def test_unknown_runtime_arn_is_not_found(boto, runtime):
     other = runtime.arn.replace("EchoRuntime", "Nobody")
     with pytest.raises(ClientError) as excinfo:
-        boto.client("bedrock-agentcore").invoke_agent_runtime(agentRuntimeArn=other, payload=b"{}", runtimeSessionId="s" * 40)
+        boto.client("bedrock-agentcore").invoke_agent_runtime(
+            agentRuntimeArn=other, payload=b"{}", runtimeSessionId="s" * 40
+        )
     assert error_of(excinfo)[0] == "ResourceNotFoundException"
     assert excinfo.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
 
 
 def test_app_error_comes_back_as_runtime_client_error(boto, runtime):
     with pytest.raises(ClientError) as excinfo:
-        boto.client("bedrock-agentcore").invoke_agent_runtime(agentRuntimeArn=runtime.arn, payload=b'"fail"', runtimeSessionId="s" * 40)
-    assert error_of(excinfo) == ("RuntimeClientError", "Received error (500) from runtime. Please check your CloudWatch logs for more information.")
+        boto.client("bedrock-agentcore").invoke_agent_runtime(
+            agentRuntimeArn=runtime.arn, payload=b'"fail"', runtimeSessionId="s" * 40
+        )
+    assert error_of(excinfo) == (
+        "RuntimeClientError",
+        "Received error (500) from runtime. Please check your CloudWatch logs for more information.",
+    )
 
 
 def test_runtime_that_never_serves_times_out_like_agentcore(boto, offline):
     never = LocalAgentRuntime(f"{__name__}:echo_app", name="NeverStarted", init_timeout=0.2)
     started = time.monotonic()
     with pytest.raises(ClientError) as excinfo:
-        boto.client("bedrock-agentcore").invoke_agent_runtime(agentRuntimeArn=never.arn, payload=b"{}", runtimeSessionId="s" * 40)
+        boto.client("bedrock-agentcore").invoke_agent_runtime(
+            agentRuntimeArn=never.arn, payload=b"{}", runtimeSessionId="s" * 40
+        )
     assert time.monotonic() - started >= 0.2
-    assert error_of(excinfo) == ("RuntimeClientError", "Runtime initialization time exceeded. Please make sure that initialization completes in 0.2s.")
+    assert error_of(excinfo) == (
+        "RuntimeClientError",
+        "Runtime initialization time exceeded. Please make sure that initialization completes in 0.2s.",
+    )
 
 
 def test_control_plane_lists_and_gets_local_runtimes(boto, runtime):
     control = boto.client("bedrock-agentcore-control")
     listed = control.list_agent_runtimes()["agentRuntimes"]
-    assert [(r["agentRuntimeName"], r["agentRuntimeArn"], r["status"]) for r in listed] == [("EchoRuntime", runtime.arn, "READY")]
+    assert [(r["agentRuntimeName"], r["agentRuntimeArn"], r["status"]) for r in listed] == [
+        ("EchoRuntime", runtime.arn, "READY")
+    ]
     got = control.get_agent_runtime(agentRuntimeId=runtime.runtime_id)
     assert got["agentRuntimeArn"] == runtime.arn
     # The real ARN format, which the trainer's agent_env pattern accepts (moto's agent/<uuid> does not).
@@ -371,13 +420,17 @@ def test_job_runtime_calls_reach_the_attached_emulator(boto, offline):
         runtime.complete_rollout(JobArn=job_arn, TrajectoryId="t1", Status="ready")
     assert error_of(excinfo)[0] == "ValidationException"
     with pytest.raises(ClientError) as excinfo:
-        runtime.sample(JobArn=job_arn.replace("route-test", "missing"), TrajectoryId="t1", Body=json.dumps(request).encode())
+        runtime.sample(
+            JobArn=job_arn.replace("route-test", "missing"), TrajectoryId="t1", Body=json.dumps(request).encode()
+        )
     assert JOB_NOT_FOUND_MESSAGE in error_of(excinfo)[1]
 
 
 def test_job_runtime_without_emulator_says_so(boto):
     with pytest.raises(ClientError, match="no Job Runtime emulator is attached"):
-        boto.client("sagemakerjobruntime").complete_rollout(JobArn=f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:job/AgentRFT/x", TrajectoryId="t", Status="ready")
+        boto.client("sagemakerjobruntime").complete_rollout(
+            JobArn=f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:job/AgentRFT/x", TrajectoryId="t", Status="ready"
+        )
 
 
 def test_offline_backend_is_a_thread_safe_singleton(offline):

@@ -107,7 +107,12 @@ def test_evaluation_bars_show_a_loss_as_a_loss():
 
 
 def test_cost_breakdown_without_prices_has_no_dollars():
-    fig = plots.cost_breakdown({"this job": {"prefill": 3_000_000, "sample": 500_000, "train": 3_500_000}, "AWS walkthrough": costs.WALKTHROUGH_TOKENS})
+    fig = plots.cost_breakdown(
+        {
+            "this job": {"prefill": 3_000_000, "sample": 500_000, "train": 3_500_000},
+            "AWS walkthrough": costs.WALKTHROUGH_TOKENS,
+        }
+    )
     assert len(fig.axes) == 1
     assert not any(DOLLAR.search(t) for t in texts(fig))
     assert fig._suptitle.get_text() == "Train tokens are the largest share in every run: 50% of billable tokens"
@@ -115,7 +120,9 @@ def test_cost_breakdown_without_prices_has_no_dollars():
 
 
 def test_cost_breakdown_names_each_runs_largest_dimension_when_they_differ():
-    fig = plots.cost_breakdown({"a": {"prefill": 6, "sample": 1, "train": 3}, "b": {"prefill": 1, "sample": 1, "train": 8}})
+    fig = plots.cost_breakdown(
+        {"a": {"prefill": 6, "sample": 1, "train": 3}, "b": {"prefill": 1, "sample": 1, "train": 8}}
+    )
     assert fig._suptitle.get_text() == "Largest share of billable tokens: prefill in a (60%); train in b (80%)"
 
 

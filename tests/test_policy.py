@@ -58,7 +58,11 @@ def conversation(answer: str, guesses: list[str]) -> list[dict]:
     ]
     for turn, word in enumerate(guesses):
         call_id = f"call_{turn}"
-        call = {"id": call_id, "type": "function", "function": {"name": "guess_word", "arguments": json.dumps({"guess": word})}}
+        call = {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": "guess_word", "arguments": json.dumps({"guess": word})},
+        }
         messages.append({"role": "assistant", "tool_calls": [call]})
         messages.append({"role": "tool", "tool_call_id": call_id, "content": game.guess(word)})
     return messages
@@ -83,7 +87,9 @@ def test_the_same_conversation_in_the_same_slot_gets_the_same_answer():
     again = policy.complete(request(json.loads(json.dumps(messages))), slot(2))
     assert first["choices"] == again["choices"] and first["usage"] == again["usage"]
     # Another slot (rollout index) draws other candidates: the key, not chance, decides.
-    others = {json.dumps(policy.complete(request(messages), slot(2, key=(7, 0, 3, 1, r, 0)))["choices"]) for r in range(8)}
+    others = {
+        json.dumps(policy.complete(request(messages), slot(2, key=(7, 0, 3, 1, r, 0)))["choices"]) for r in range(8)
+    }
     assert len(others) > 1
 
 
@@ -230,7 +236,11 @@ def test_prompt_tokens_count_every_message_piece():
     messages = [
         {"role": "system", "content": "two words"},
         {"role": "user", "content": [{"type": "text", "text": "three more words"}]},
-        {"role": "assistant", "content": "ok", "tool_calls": [{"function": {"name": "guess_word", "arguments": '{"guess": "X"}'}}]},
+        {
+            "role": "assistant",
+            "content": "ok",
+            "tool_calls": [{"function": {"name": "guess_word", "arguments": '{"guess": "X"}'}}],
+        },
         {"role": "tool", "content": "a b c d"},
     ]
     assert prompt_token_count(messages) == 2 + 3 + 1 + 1 + 2 + 4

@@ -21,9 +21,16 @@ def statuses(rows):
 
 def good_live_facts(**changes) -> Facts:
     facts = Facts(
-        live=True, region="us-west-2", credential_source="sso", identity_arn=f"arn:aws:sts::{REAL_LOOKING}:assumed-role/R/s",
-        botocore_version="1.44.8", knows_create_job=True, running_jobs={"AgentRFT": 0, "AgentRFTEvaluation": 0},
-        node_version="22.3.0", agentcore_cli="/usr/bin/agentcore", uv="/usr/bin/uv",
+        live=True,
+        region="us-west-2",
+        credential_source="sso",
+        identity_arn=f"arn:aws:sts::{REAL_LOOKING}:assumed-role/R/s",
+        botocore_version="1.44.8",
+        knows_create_job=True,
+        running_jobs={"AgentRFT": 0, "AgentRFTEvaluation": 0},
+        node_version="22.3.0",
+        agentcore_cli="/usr/bin/agentcore",
+        uv="/usr/bin/uv",
     )
     for key, value in changes.items():
         setattr(facts, key, value)
@@ -47,7 +54,12 @@ def test_models_follow_the_documented_matrix():
 
 @pytest.mark.parametrize(
     ("region", "model", "status"),
-    [("us-east-1", "GPT-OSS-20B", OK), ("us-east-1", "Qwen 3.6 27B", WARN), ("eu-west-1", "GPT-OSS-20B", FAIL), (None, "GPT-OSS-20B", FAIL)],
+    [
+        ("us-east-1", "GPT-OSS-20B", OK),
+        ("us-east-1", "Qwen 3.6 27B", WARN),
+        ("eu-west-1", "GPT-OSS-20B", FAIL),
+        (None, "GPT-OSS-20B", FAIL),
+    ],
 )
 def test_region_verdicts(region, model, status):
     assert preflight.check_region(region, model).status == status
@@ -77,11 +89,20 @@ def test_a_good_live_environment_passes_and_masks_the_account():
 
 
 def test_a_broken_live_environment_says_what_to_fix():
-    rows = preflight.judge(good_live_facts(
-        credential_source=None, identity_arn=None, identity_error="no credentials or no Region", region=None,
-        botocore_version="1.43.0", knows_create_job=False, running_jobs={}, jobs_error=None, node_version="18.0.0",
-        agentcore_cli=None,
-    ))
+    rows = preflight.judge(
+        good_live_facts(
+            credential_source=None,
+            identity_arn=None,
+            identity_error="no credentials or no Region",
+            region=None,
+            botocore_version="1.43.0",
+            knows_create_job=False,
+            running_jobs={},
+            jobs_error=None,
+            node_version="18.0.0",
+            agentcore_cli=None,
+        )
+    )
     found = statuses(rows)
     assert found["credentials"] == found["Region"] == found["botocore knows CreateJob"] == FAIL
     assert found["Node.js (AgentCore CLI)"] == found["AgentCore CLI"] == WARN
@@ -90,12 +111,22 @@ def test_a_broken_live_environment_says_what_to_fix():
 
 
 def test_offline_rows_list_the_stand_ins_and_skip_the_live_tools():
-    rows = preflight.judge(Facts(live=False, region="us-east-1", identity_arn="arn:aws:sts::123456789012:user/moto",
-                                 botocore_version="1.44.8", knows_create_job=True,
-                                 running_jobs={"AgentRFT": 0, "AgentRFTEvaluation": 0}, versions={"moto": "5.2.5"}))
+    rows = preflight.judge(
+        Facts(
+            live=False,
+            region="us-east-1",
+            identity_arn="arn:aws:sts::123456789012:user/moto",
+            botocore_version="1.44.8",
+            knows_create_job=True,
+            running_jobs={"AgentRFT": 0, "AgentRFTEvaluation": 0},
+            versions={"moto": "5.2.5"},
+        )
+    )
     found = statuses(rows)
     assert found["AWS control plane"] == found["policy model"] == STAND_IN
-    assert "Node.js (AgentCore CLI)" not in found and "not gpt-oss" in next(r.detail for r in rows if r.check == "policy model")
+    assert "Node.js (AgentCore CLI)" not in found and "not gpt-oss" in next(
+        r.detail for r in rows if r.check == "policy model"
+    )
 
 
 # --- gathering facts --------------------------------------------------------------------------------

@@ -73,6 +73,10 @@ def test_no_message_or_page_advises_aws_region():
     # whose AgentCore runtime sets it), never as the thing to set.
     advice = re.compile(r"set (?:`)?AWS_REGION\b|AWS_REGION(?:`)? \(or AWS_DEFAULT_REGION", re.IGNORECASE)
     files = [*(REPO / "agent_src").rglob("*.py"), REPO / "README.md", *(REPO / "docs").rglob("*.md")]
-    offenders = [f"{path.relative_to(REPO)}:{n}" for path in files for n, line in
-                 enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if advice.search(line)]
+    offenders = [
+        f"{path.relative_to(REPO)}:{n}"
+        for path in files
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if advice.search(line)
+    ]
     assert offenders == []

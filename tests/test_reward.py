@@ -28,7 +28,17 @@ from wordle_agent.words import ALLOWED, ANSWERS
 ALLOWED_SORTED = sorted(ALLOWED)
 # Far past the clip both ways (the clip starts at +-150), plus the infinities.
 EXTREME_SCORES = [
-    -math.inf, -1e12, -1500.0, -150.0, -75.0, 0.0, 75.0, 150.0, 1500.0, 1e12, math.inf,
+    -math.inf,
+    -1e12,
+    -1500.0,
+    -150.0,
+    -75.0,
+    0.0,
+    75.0,
+    150.0,
+    1500.0,
+    1e12,
+    math.inf,
 ]
 ANY_SCORE = st.floats(allow_nan=False)  # includes +-inf and huge magnitudes
 WORST_SOLVE = 1.01
@@ -110,9 +120,7 @@ def test_solve_and_loss_bands_for_every_guess_count(n: int) -> None:
 
 
 @given(n=st.integers(1, MAX_GUESSES - 1), fast_score=ANY_SCORE, slow_score=ANY_SCORE)
-def test_faster_solve_beats_slower_at_any_shaping(
-    n: int, fast_score: float, slow_score: float
-) -> None:
+def test_faster_solve_beats_slower_at_any_shaping(n: int, fast_score: float, slow_score: float) -> None:
     assert outcome_reward(True, n, fast_score) > outcome_reward(True, n + 1, slow_score)
 
 
@@ -122,9 +130,7 @@ def test_faster_solve_beats_slower_at_any_shaping(
     loss_score=ANY_SCORE,
     m=st.integers(1, MAX_GUESSES),
 )
-def test_every_solve_beats_every_loss_beats_no_play(
-    n: int, solve_score: float, loss_score: float, m: int
-) -> None:
+def test_every_solve_beats_every_loss_beats_no_play(n: int, solve_score: float, loss_score: float, m: int) -> None:
     solve = outcome_reward(True, n, solve_score)
     loss = outcome_reward(False, m, loss_score)
     assert solve >= WORST_SOLVE

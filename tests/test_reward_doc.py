@@ -16,7 +16,9 @@ def test_every_documented_constant_matches_the_code():
     assert rows, "no constant rows found in docs/REWARD.md"
     for name, value in rows:
         assert hasattr(reward, name), f"docs/REWARD.md names {name}, which reward.py does not define"
-        assert float(value) == float(getattr(reward, name)), f"{name}: doc says {value}, code says {getattr(reward, name)}"
+        assert float(value) == float(getattr(reward, name)), (
+            f"{name}: doc says {value}, code says {getattr(reward, name)}"
+        )
 
 
 def test_every_constant_in_the_code_is_documented():

@@ -263,9 +263,7 @@ def test_rejected_reasoning_effort_is_dropped_for_the_whole_process(
     assert not any("reasoning_effort" in r.body for r in server.chat_requests)
 
 
-def test_the_wall_clock_budget_is_respected(
-    server: FakePolicyServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_wall_clock_budget_is_respected(server: FakePolicyServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ROLLOUT_BUDGET_SECONDS", "1.5")
     server.reset(always(Delay(30, Text("too late"))))
     started = time.monotonic()

@@ -28,7 +28,12 @@ SEED = 7
 JOB_TIMEOUT_S = 120
 # The smallest job the service accepts, with validation at steps 0, 1 and 2.
 SHORT_RUN = {
-    "global_batch_size": "32", "group_size": "2", "max_steps": "2", "max_epochs": "1", "val_every": "1", "learning_rate": "1e-5",
+    "global_batch_size": "32",
+    "group_size": "2",
+    "max_steps": "2",
+    "max_epochs": "1",
+    "val_every": "1",
+    "learning_rate": "1e-5",
 }
 ONE_STEP = {**SHORT_RUN, "max_steps": "1", "val_every": "0"}
 REQUIRED_TRAINING_METRICS = {
@@ -36,18 +41,49 @@ REQUIRED_TRAINING_METRICS = {
     *(f"rollout/turns/{n}" for n in ("mean", "min", "max")),
     *(f"rollout/tokens/{n}" for n in ("prompt_mean", "response_mean", "response_std", "response_min", "response_max")),
     *(f"rollout/advantage/{n}" for n in ("mean", "std", "min", "max", "n_positive", "n_negative")),
-    "analysis/zero_adv_groups", "analysis/zero_adv_nonzero_reward", "analysis/zero_adv_zero_reward",
+    "analysis/zero_adv_groups",
+    "analysis/zero_adv_nonzero_reward",
+    "analysis/zero_adv_zero_reward",
     "analysis/batch_completion_ratio",
     *(f"training/{n}" for n in ("global_step", "epoch", "num_trajectories", "total_tokens", "num_groups")),
-    "timing_s/step", "timing_s/eval",
-    *(f"val/reward/{n}" for n in ("mean", "std", "min", "max", "pass_at_1", "succeeded_rollouts", "failed_rollouts",
-                                   "success_threshold", "num_prompts", "rollouts_per_prompt")),
-    "val/turns/mean", "val/tokens/response_mean",
+    "timing_s/step",
+    "timing_s/eval",
+    *(
+        f"val/reward/{n}"
+        for n in (
+            "mean",
+            "std",
+            "min",
+            "max",
+            "pass_at_1",
+            "succeeded_rollouts",
+            "failed_rollouts",
+            "success_threshold",
+            "num_prompts",
+            "rollouts_per_prompt",
+        )
+    ),
+    "val/turns/mean",
+    "val/tokens/response_mean",
     "standin/format/raw_text_rate",
 }
 REQUIRED_EVAL_METRICS = {
-    *(f"eval/reward/{n}" for n in ("mean", "std", "min", "max", "pass_at_1", "pass_at_2", "succeeded_rollouts",
-                                    "failed_rollouts", "num_prompts", "rollouts_per_prompt", "success_threshold")),
+    *(
+        f"eval/reward/{n}"
+        for n in (
+            "mean",
+            "std",
+            "min",
+            "max",
+            "pass_at_1",
+            "pass_at_2",
+            "succeeded_rollouts",
+            "failed_rollouts",
+            "num_prompts",
+            "rollouts_per_prompt",
+            "success_threshold",
+        )
+    ),
     *(f"eval/tokens/{n}" for n in ("prompt_mean", "response_mean", "response_min", "response_max", "response_std")),
     *(f"eval/turns/{n}" for n in ("mean", "min", "max")),
     "timing_s/eval",
@@ -100,7 +136,9 @@ class World:
         s3.create_bucket(Bucket=BUCKET)
         train, validation = dataset.make_splits()
         for uri, rows in ((TRAIN_URI, train), (VAL_URI, validation[:VALIDATION_ROWS])):
-            s3.put_object(Bucket=BUCKET, Key=uri.split("/", 3)[3], Body="".join(json.dumps(r) + "\n" for r in rows).encode())
+            s3.put_object(
+                Bucket=BUCKET, Key=uri.split("/", 3)[3], Body="".join(json.dumps(r) + "\n" for r in rows).encode()
+            )
         app = self.sm.create_mlflow_app(Name="runner-test", ArtifactStoreUri=f"s3://{BUCKET}/mlflow", RoleArn=self.role)
         self.mlflow_arn = app["Arn"]
         self.runtime = LocalAgentRuntime(f"{__name__}:ok_app", name="RunnerTest")
@@ -108,7 +146,12 @@ class World:
         self.mpg_arn = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:model-package-group/runner-test-mpg"
 
     def document(
-        self, category: str, hyperparameters: dict, channels: dict, package: str | None = None, runtime_arn: str | None = None
+        self,
+        category: str,
+        hyperparameters: dict,
+        channels: dict,
+        package: str | None = None,
+        runtime_arn: str | None = None,
     ) -> dict:
         section = "TrainingConfig" if category == service.TRAINING else "EvaluationConfig"
         doc = {
@@ -130,12 +173,26 @@ class World:
             doc["ModelPackageConfig"]["InputModelPackageArn"] = package
         return doc
 
-    def run(self, name: str, hyperparameters: dict, *, category: str = service.TRAINING, package: str | None = None,
-            runtime_arn: str | None = None, timeout: float = JOB_TIMEOUT_S, **options) -> service.LocalJob:
+    def run(
+        self,
+        name: str,
+        hyperparameters: dict,
+        *,
+        category: str = service.TRAINING,
+        package: str | None = None,
+        runtime_arn: str | None = None,
+        timeout: float = JOB_TIMEOUT_S,
+        **options,
+    ) -> service.LocalJob:
         runner.install(self.backend.service, adapter_dir=self.adapters, seed=SEED, **options)
-        channels = {"train": TRAIN_URI, "validation": VAL_URI} if category == service.TRAINING else {"evaluation": VAL_URI}
+        channels = (
+            {"train": TRAIN_URI, "validation": VAL_URI} if category == service.TRAINING else {"evaluation": VAL_URI}
+        )
         self.sm.create_job(
-            JobName=name, RoleArn=self.role, JobCategory=category, JobConfigSchemaVersion="1.0.0",
+            JobName=name,
+            RoleArn=self.role,
+            JobCategory=category,
+            JobConfigSchemaVersion="1.0.0",
             JobConfigDocument=json.dumps(self.document(category, hyperparameters, channels, package, runtime_arn)),
         )
         job = self.backend.service.get_job(name, category)
@@ -249,7 +306,9 @@ def test_each_failure_mode_fails_the_job_with_the_service_reason(world, fault, r
 def test_an_evaluation_job_reports_pass_at_k_for_the_trained_package(world, trained):
     _, output = world.described(trained)
     hyperparameters = {"eval_group_size": "2", "temperature": "1.0", "pass_k_values": "[1, 2, 4]"}
-    job = world.run("runner-eval", hyperparameters, category=service.EVALUATION, package=output["OutputModelPackageArn"])
+    job = world.run(
+        "runner-eval", hyperparameters, category=service.EVALUATION, package=output["OutputModelPackageArn"]
+    )
     assert (job.status, job.failure_reason) == ("Completed", None)
     history = metric_histories(job)
     names = {key for key, _ in history}
@@ -263,7 +322,9 @@ def test_an_evaluation_job_reports_pass_at_k_for_the_trained_package(world, trai
 
 
 def test_evaluating_a_package_without_an_adapter_fails_clearly(world):
-    created = world.sm.create_model_package(ModelPackageGroupName="runner-test-mpg", ModelPackageDescription="not trained here")
+    created = world.sm.create_model_package(
+        ModelPackageGroupName="runner-test-mpg", ModelPackageDescription="not trained here"
+    )
     package = created["ModelPackageArn"]
     job = world.run("runner-eval-missing", {"eval_group_size": "1"}, category=service.EVALUATION, package=package)
     assert job.status == "Failed" and package in job.failure_reason and "no stand-in adapter" in job.failure_reason
@@ -295,7 +356,11 @@ def test_a_runtime_restart_mid_step_fails_the_job_at_once_with_the_service_messa
     started = time.monotonic()
     try:
         job = world.run(
-            "runner-restart-mid-step", ONE_STEP, lane="full", runtime_arn=runtime.arn, fault="runtime_restart",
+            "runner-restart-mid-step",
+            ONE_STEP,
+            lane="full",
+            runtime_arn=runtime.arn,
+            fault="runtime_restart",
             timeout=RESTART_FAIL_BOUND_S,
         )
     finally:
@@ -308,7 +373,9 @@ def test_a_runtime_restart_mid_step_fails_the_job_at_once_with_the_service_messa
     assert 1 <= len(HELD_INVOCATIONS) <= runner.FULL_LANE_WORKERS
     records = runner.job_runtime().trajectories(job.arn)
     assert all(r.rewards is None for r in records)
-    print(f"\njob failed {time.monotonic() - started:.1f} s after it started; {len(HELD_INVOCATIONS)} rollouts were cut off")
+    print(
+        f"\njob failed {time.monotonic() - started:.1f} s after it started; {len(HELD_INVOCATIONS)} rollouts were cut off"
+    )
 
 
 def test_the_full_lane_refuses_a_runtime_that_is_not_serving(world):
@@ -340,9 +407,13 @@ def test_reward_variants_report_another_number_for_the_same_game(monkeypatch):
     for word in ("CRANE", "HOIST", "PASTE"):
         expected.guess(word)
     assert runner.reward_variant_handler(runner.REWARD_TIERED, play) is play
-    assert runner.reward_variant_handler(runner.REWARD_LEGACY, play)({})["reward"] == pytest.approx(legacy_reward(expected))
+    assert runner.reward_variant_handler(runner.REWARD_LEGACY, play)({})["reward"] == pytest.approx(
+        legacy_reward(expected)
+    )
     # Outcome only: the guess-3 tier without the shaping term.
-    assert runner.reward_variant_handler(runner.REWARD_OUTCOME_ONLY, play)({})["reward"] == pytest.approx(1.05 + 0.5 * 3 / 5)
+    assert runner.reward_variant_handler(runner.REWARD_OUTCOME_ONLY, play)({})["reward"] == pytest.approx(
+        1.05 + 0.5 * 3 / 5
+    )
     # A rollout that made no game (a malformed task) keeps the handler's own reward.
     assert runner.reward_variant_handler(runner.REWARD_LEGACY, lambda p: {"reward": -1.5})({}) == {"reward": -1.5}
 

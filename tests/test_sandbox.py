@@ -29,7 +29,9 @@ from hypothesis import strategies as st
 from coding_agent import sandbox
 from coding_agent.sandbox import Raises, TestCase
 
-LIMITS = sandbox.Limits(cpu_seconds=2, wall_seconds=4.0, memory_bytes=256 * 1024**2, processes=64, output_bytes=64 * 1024)
+LIMITS = sandbox.Limits(
+    cpu_seconds=2, wall_seconds=4.0, memory_bytes=256 * 1024**2, processes=64, output_bytes=64 * 1024
+)
 # Wall-clock allowance on top of the limit for process start-up and the kill on a busy 2-core machine.
 SLACK = 6.0
 ADD = (TestCase((1, 2), 3), TestCase((2, 2), 4), TestCase((-5, 5), 0), TestCase(("a", 1), Raises("TypeError")))
@@ -183,9 +185,12 @@ def test_an_object_that_equals_everything_does_not_pass() -> None:
 # ------------------------------------------------------------------------------ exits and loops
 @pytest.mark.parametrize(
     ("code", "status"),
-    [("import os\nos._exit(0)\n", sandbox.NO_RESULT), ("raise SystemExit(0)\n", sandbox.IMPORT_ERROR),
-     # As PID 1 of its namespace the harness ignores its own SIGKILL and reports the missing function.
-     ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", (sandbox.NO_RESULT, sandbox.MISSING_ENTRY_POINT))],
+    [
+        ("import os\nos._exit(0)\n", sandbox.NO_RESULT),
+        ("raise SystemExit(0)\n", sandbox.IMPORT_ERROR),
+        # As PID 1 of its namespace the harness ignores its own SIGKILL and reports the missing function.
+        ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", (sandbox.NO_RESULT, sandbox.MISSING_ENTRY_POINT)),
+    ],
     ids=["os-exit", "system-exit", "kills-itself"],
 )
 def test_exit_at_import_scores_zero(code: str, status: str | tuple[str, ...]) -> None:
@@ -222,7 +227,9 @@ def test_fork_bomb_is_contained_and_leaves_no_process() -> None:
     assert wait_until_gone() == [], "fork-bomb processes survived the group kill"
 
 
-@pytest.mark.skipif(not LAYERS.pid_namespace, reason="no PID namespace on this machine: a setsid() child can outlive the group kill")
+@pytest.mark.skipif(
+    not LAYERS.pid_namespace, reason="no PID namespace on this machine: a setsid() child can outlive the group kill"
+)
 def test_a_process_that_leaves_the_group_dies_with_the_namespace() -> None:
     verdict = judge("""
         import os, time
@@ -258,7 +265,8 @@ def test_huge_output_is_cut_off(code: str) -> None:
 
 
 def test_a_huge_file_is_cut_by_the_file_size_limit() -> None:
-    verdict = judge("""
+    verdict = judge(
+        """
         def add(a, b):
             try:
                 with open("big", "wb") as f:
@@ -266,7 +274,9 @@ def test_a_huge_file_is_cut_by_the_file_size_limit() -> None:
                 return "wrote it"
             except OSError as exc:
                 return type(exc).__name__
-    """, (TestCase((1, 2), "wrote it"),))
+    """,
+        (TestCase((1, 2), "wrote it"),),
+    )
     assert verdict.passed == 0
 
 
@@ -287,7 +297,9 @@ def test_the_hidden_tests_cannot_be_read() -> None:
     assert verdict.outputs and verdict.outputs[0][0] == "raises"
 
 
-@pytest.mark.skipif(not (LAYERS.drops_privileges or LAYERS.mount_namespace), reason="neither a uid drop nor a mount namespace here")
+@pytest.mark.skipif(
+    not (LAYERS.drops_privileges or LAYERS.mount_namespace), reason="neither a uid drop nor a mount namespace here"
+)
 def test_a_private_file_of_the_parent_cannot_be_read(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("top secret")
@@ -297,12 +309,17 @@ def test_a_private_file_of_the_parent_cannot_be_read(tmp_path: Path) -> None:
 
 
 def test_writes_outside_the_sandbox_do_not_land(tmp_path: Path) -> None:
-    targets = [tmp_path / "pwned.txt", Path(tempfile.gettempdir()) / f"mtrl-escape-{uuid.uuid4().hex}",
-               Path(sandbox.__file__).with_name(f"pwned-{uuid.uuid4().hex}.py")]
+    targets = [
+        tmp_path / "pwned.txt",
+        Path(tempfile.gettempdir()) / f"mtrl-escape-{uuid.uuid4().hex}",
+        Path(sandbox.__file__).with_name(f"pwned-{uuid.uuid4().hex}.py"),
+    ]
     before = sandbox_dirs()
     try:
-        judge("def add(a, b):\n    for p in %r:\n        try:\n            open(p, 'w').write('x')\n        except OSError:\n            pass\n    return a + b\n"
-              % [str(t) for t in targets])
+        judge(
+            "def add(a, b):\n    for p in %r:\n        try:\n            open(p, 'w').write('x')\n        except OSError:\n            pass\n    return a + b\n"
+            % [str(t) for t in targets]
+        )
         assert [t for t in targets if t.exists()] == []
         assert sandbox_dirs() <= before, "the sandbox left its working directory behind"
     finally:  # a failing run must not leave its litter behind for the next one
@@ -312,21 +329,28 @@ def test_writes_outside_the_sandbox_do_not_land(tmp_path: Path) -> None:
 
 def test_bad_code_leaves_nothing_on_disk() -> None:
     before = sandbox_dirs()
-    for code in ("def add(a, b) return", "while True:\n    pass\n", "print('x' * 10 ** 7)\n",
-                 "open('junk', 'w').write('x' * 1000)\ndef add(a, b):\n    return a + b\n"):
+    for code in (
+        "def add(a, b) return",
+        "while True:\n    pass\n",
+        "print('x' * 10 ** 7)\n",
+        "open('junk', 'w').write('x' * 1000)\ndef add(a, b):\n    return a + b\n",
+    ):
         judge(code)
     assert sandbox_dirs() <= before
 
 
 # ------------------------------------------------------------------------------ network and signals
-@pytest.mark.skipif(not LAYERS.network_namespace, reason="no network namespace on this machine: the child shares the parent's network")
+@pytest.mark.skipif(
+    not LAYERS.network_namespace, reason="no network namespace on this machine: the child shares the parent's network"
+)
 def test_no_network_not_even_loopback() -> None:
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen(1)
         server.settimeout(0.5)
         port = server.getsockname()[1]
-        verdict = judge(f"""
+        verdict = judge(
+            f"""
             import socket
             def add(a, b):
                 s = socket.socket()
@@ -334,14 +358,18 @@ def test_no_network_not_even_loopback() -> None:
                 s.connect(("127.0.0.1", {port}))
                 s.sendall(b"leak")
                 return "connected"
-        """, (TestCase((1, 2), "connected"),))
+        """,
+            (TestCase((1, 2), "connected"),),
+        )
         with pytest.raises(socket.timeout):
             server.accept()
     assert verdict.passed == 0 and verdict.outputs[0][0] == "raises"
 
 
-@pytest.mark.skipif(not (LAYERS.drops_privileges or LAYERS.pid_namespace),
-                    reason="neither a uid drop nor a PID namespace: signalling the parent's processes is possible here")
+@pytest.mark.skipif(
+    not (LAYERS.drops_privileges or LAYERS.pid_namespace),
+    reason="neither a uid drop nor a PID namespace: signalling the parent's processes is possible here",
+)
 def test_signals_cannot_reach_the_parent_or_its_processes() -> None:
     decoy = subprocess.Popen(["sleep", "30"])
     try:
@@ -369,8 +397,17 @@ def test_signals_cannot_reach_the_parent_or_its_processes() -> None:
 
 # ------------------------------------------------------------------------------ encoding
 @settings(max_examples=60, deadline=None)
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5) | st.floats(allow_nan=False, allow_infinity=False),
-                    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner), max_leaves=8))
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.text(max_size=5)
+        | st.floats(allow_nan=False, allow_infinity=False),
+        lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner),
+        max_leaves=8,
+    )
+)
 def test_the_encoding_is_json_stable_and_tells_types_apart(value: object) -> None:
     record = sandbox.encode_value(value)
     assert json.loads(json.dumps(record)) == record
@@ -401,7 +438,10 @@ def test_isolation_is_reported() -> None:
         assert LAYERS.drops_privileges
 
 
-@pytest.mark.skipif(not (os.geteuid() == 0 and shutil.which("unshare")), reason="namespaces are only expected for a root parent with unshare")
+@pytest.mark.skipif(
+    not (os.geteuid() == 0 and shutil.which("unshare")),
+    reason="namespaces are only expected for a root parent with unshare",
+)
 def test_a_root_parent_with_unshare_gets_every_layer() -> None:
     # Without this, a broken probe would silently turn the namespace tests above into skips.
     assert LAYERS.drops_privileges and LAYERS.network_namespace and LAYERS.pid_namespace and LAYERS.mount_namespace

@@ -24,7 +24,9 @@ def offline(tmp_path):
 
 def _role(session, name: str, *documents: dict) -> str:
     client = session.client("iam")
-    arn = client.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(iam.job_role_trust_policy()))["Role"]["Arn"]
+    arn = client.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(iam.job_role_trust_policy()))["Role"][
+        "Arn"
+    ]
     for index, document in enumerate(documents):
         client.put_role_policy(RoleName=name, PolicyName=f"p{index}", PolicyDocument=json.dumps(document))
     return arn
@@ -42,7 +44,10 @@ def _simulate(session, arn: str, action: str, resource: str | None = None, conte
 
 
 def _allow(action: str, resource: str = "*", **extra) -> dict:
-    return {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": action, "Resource": resource, **extra}]}
+    return {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": action, "Resource": resource, **extra}],
+    }
 
 
 def test_nothing_allows_means_implicit_deny(offline):
@@ -89,7 +94,9 @@ def test_the_course_grants_exactly_what_the_sdk_checks():
     from sagemaker.core.helper.iam_role_resolver import _expected_trust_services, _get_smoke_test_actions
 
     assert set(iam.SDK_ROLE_CHECK_ACTIONS) == set(_get_smoke_test_actions("training"))
-    services = {s for st_ in iam.job_role_trust_policy()["Statement"] for s in policy_eval.as_list(st_["Principal"]["Service"])}
+    services = {
+        s for st_ in iam.job_role_trust_policy()["Statement"] for s in policy_eval.as_list(st_["Principal"]["Service"])
+    }
     assert _expected_trust_services("training") <= services
 
 
@@ -98,7 +105,9 @@ def test_the_sdk_role_check_refuses_a_role_with_only_the_managed_policy(offline)
     from sagemaker.core.helper.iam_role_resolver import RoleValidationError, resolve_and_validate_role
 
     client = offline.client("iam")
-    arn = client.create_role(RoleName="managed-only", AssumeRolePolicyDocument=json.dumps(iam.job_role_trust_policy()))["Role"]["Arn"]
+    arn = client.create_role(RoleName="managed-only", AssumeRolePolicyDocument=json.dumps(iam.job_role_trust_policy()))[
+        "Role"
+    ]["Arn"]
     policy_arn, _ = iam.managed_policy_arn(client, iam.JOB_POLICY_NAME, account=arn.split(":")[4], tags=[])
     client.attach_role_policy(RoleName="managed-only", PolicyArn=policy_arn)
     with pytest.raises(RoleValidationError, match="ecr:GetAuthorizationToken"):
@@ -109,9 +118,10 @@ def test_the_sdk_role_check_accepts_the_course_job_role(offline):
     from sagemaker.core.helper.iam_role_resolver import resolve_and_validate_role
 
     role = iam.ensure_job_role(session=offline)
-    assert resolve_and_validate_role(
-        provided_role=role.arn, role_type="training", sagemaker_session=_sdk_session(offline)
-    ) == role.arn
+    assert (
+        resolve_and_validate_role(provided_role=role.arn, role_type="training", sagemaker_session=_sdk_session(offline))
+        == role.arn
+    )
     assert f"inline: {iam.JOB_ROLE_INLINE_POLICY}" in role.policies
 
 
@@ -162,7 +172,8 @@ def test_the_evaluation_pipeline_runs_only_as_a_role_that_may_run_it(offline):
     bare = _role(offline, "bare-pipeline-role")  # trusts the right principals, grants nothing
     client = offline.client("iam")
     untrusted = client.create_role(
-        RoleName="job-service-only", AssumeRolePolicyDocument=json.dumps(iam.trust_policy(iam.JOB_SERVICE, iam.JOB_TRUST_ACTIONS))
+        RoleName="job-service-only",
+        AssumeRolePolicyDocument=json.dumps(iam.trust_policy(iam.JOB_SERVICE, iam.JOB_TRUST_ACTIONS)),
     )["Role"]["Arn"]
     job = _Step("EvaluateCustomModel", "Job", {"JobCategory": "AgentRFTEvaluation", "RoleArn": good}, [])
     lineage = _Step("CreateEvaluationAction", "Lineage", {"Actions": [{}], "Contexts": [{}], "Associations": [{}]}, [])
@@ -179,7 +190,9 @@ def test_the_local_service_rejects_the_evaluators_own_names():
 
     for name in service_spec.EVALUATION_ALIASES:
         with pytest.raises(ServiceError, match="supported hyperparameters"):
-            service_spec.resolve_hyperparameters({name: "0.5"}, service_spec.EVALUATION_SPEC, "EvaluationConfig.HyperParameters")
+            service_spec.resolve_hyperparameters(
+                {name: "0.5"}, service_spec.EVALUATION_SPEC, "EvaluationConfig.HyperParameters"
+            )
 
 
 def test_an_evaluator_spec_with_the_rejected_names_is_caught_before_anything_starts():
@@ -215,9 +228,18 @@ def test_the_mlflow_app_runs_as_its_own_role_scoped_to_its_bucket(offline):
     offline.client("s3").create_bucket(Bucket=bucket)
     arn = resources.ensure_mlflow_app(offline, bucket=bucket)
     role_arn = offline.client("sagemaker").describe_mlflow_app(Arn=arn)["RoleArn"]
-    assert role_arn.endswith("/mtrl-wordle-mlflow-role-offline") and not role_arn.endswith(iam.JOB_ROLE_KIND + "-offline")
-    assert _simulate(offline, role_arn, "s3:PutObject", f"arn:aws:s3:::{bucket}/mtrl-wordle/offline/mlflow/x")["EvalDecision"] == "allowed"
-    assert _simulate(offline, role_arn, "s3:GetObject", "arn:aws:s3:::another-bucket/x")["EvalDecision"] == "implicitDeny"
+    assert role_arn.endswith("/mtrl-wordle-mlflow-role-offline") and not role_arn.endswith(
+        iam.JOB_ROLE_KIND + "-offline"
+    )
+    assert (
+        _simulate(offline, role_arn, "s3:PutObject", f"arn:aws:s3:::{bucket}/mtrl-wordle/offline/mlflow/x")[
+            "EvalDecision"
+        ]
+        == "allowed"
+    )
+    assert (
+        _simulate(offline, role_arn, "s3:GetObject", "arn:aws:s3:::another-bucket/x")["EvalDecision"] == "implicitDeny"
+    )
     assert _simulate(offline, role_arn, "sagemaker:CreateJob", "*")["EvalDecision"] == "implicitDeny"
     caller = iam.caller_passrole_policy(iam.ensure_job_role(session=offline).arn, role_arn)
     context = {"iam:PassedToService": ["sagemaker.amazonaws.com"]}

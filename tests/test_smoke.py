@@ -38,7 +38,15 @@ def offline(tmp_path):
 
 
 def result(**fields) -> smoke.SmokeResult:
-    base = {"runtime_arn": ARN, "session_id": "s" * 40, "job_arn": None, "status": 200, "body": "", "reward": None, "elapsed": 0.1}
+    base = {
+        "runtime_arn": ARN,
+        "session_id": "s" * 40,
+        "job_arn": None,
+        "status": 200,
+        "body": "",
+        "reward": None,
+        "elapsed": 0.1,
+    }
     return smoke.SmokeResult(**{**base, **fields})
 
 
@@ -85,13 +93,46 @@ def test_each_symptom_maps_to_its_row():
     not_found = "rollout r1: attempt failed: BadRequestError: Error code: 400 - {'Message': 'Could not find job: arn'}"
     cases = [
         (result(reward=-1.5, body='{"reward": -1.5}', logs=lines("parsed task", not_found)), smoke.WORKS),
-        (result(reward=-1.5, logs=lines("403 - {'Message': 'The caller is not authorized to access this resource'}")), smoke.OTHER_ACCOUNT),
-        (result(status=424, error_code="RuntimeClientError", error_message="Runtime initialization time exceeded."), smoke.NO_SERVER),
-        (result(status=None, error_code="ReadTimeoutError", error_message="Read timeout on endpoint URL"), smoke.NO_SERVER),
-        (result(status=None, error_code="ParamValidationError", error_message="Invalid length for parameter runtimeSessionId, value: 32"), smoke.SHORT_SESSION),
-        (result(status=400, error_code="ValidationException", error_message="Value at 'runtimeSessionId' failed to satisfy constraint"), smoke.SHORT_SESSION),
-        (result(reward=-1.5, logs=lines("AccessDeniedException: role/x is not authorized to perform: sagemaker:Sample")), smoke.MISSING_POLICY),
-        (result(status=424, error_code="RuntimeClientError", error_message="Received error (500) from runtime."), smoke.AGENT_ERROR),
+        (
+            result(
+                reward=-1.5, logs=lines("403 - {'Message': 'The caller is not authorized to access this resource'}")
+            ),
+            smoke.OTHER_ACCOUNT,
+        ),
+        (
+            result(status=424, error_code="RuntimeClientError", error_message="Runtime initialization time exceeded."),
+            smoke.NO_SERVER,
+        ),
+        (
+            result(status=None, error_code="ReadTimeoutError", error_message="Read timeout on endpoint URL"),
+            smoke.NO_SERVER,
+        ),
+        (
+            result(
+                status=None,
+                error_code="ParamValidationError",
+                error_message="Invalid length for parameter runtimeSessionId, value: 32",
+            ),
+            smoke.SHORT_SESSION,
+        ),
+        (
+            result(
+                status=400,
+                error_code="ValidationException",
+                error_message="Value at 'runtimeSessionId' failed to satisfy constraint",
+            ),
+            smoke.SHORT_SESSION,
+        ),
+        (
+            result(
+                reward=-1.5, logs=lines("AccessDeniedException: role/x is not authorized to perform: sagemaker:Sample")
+            ),
+            smoke.MISSING_POLICY,
+        ),
+        (
+            result(status=424, error_code="RuntimeClientError", error_message="Received error (500) from runtime."),
+            smoke.AGENT_ERROR,
+        ),
         (result(reward=-1.5, body='{"reward": -1.5}'), smoke.UNCONFIRMED),
         (result(reward=1.25, body='{"reward": 1.25}', logs=lines("solved")), smoke.UNKNOWN),
     ]
@@ -106,14 +147,17 @@ def test_diagnose_reads_text_and_exceptions_too():
     assert smoke.diagnose_row("403 The caller is not authorized to access this resource") is smoke.OTHER_ACCOUNT
     from botocore.exceptions import ParamValidationError
 
-    error = ParamValidationError(report="Invalid length for parameter runtimeSessionId, value: 32, valid min length: 33")
+    error = ParamValidationError(
+        report="Invalid length for parameter runtimeSessionId, value: 32, valid min length: 33"
+    )
     assert smoke.diagnose_row(error) is smoke.SHORT_SESSION
     assert [row["symptom"] for row in smoke.diagnosis_table()] == [d.symptom for d in smoke.DIAGNOSIS_TABLE]
 
 
 def test_summary_and_log_table_mask_accounts_and_blank_timings():
     outcome = result(
-        job_arn=f"arn:aws:sagemaker:us-east-1:{REAL_LOOKING}:job/AgentRFT/smoke-test", reward=-1.5,
+        job_arn=f"arn:aws:sagemaker:us-east-1:{REAL_LOOKING}:job/AgentRFT/smoke-test",
+        reward=-1.5,
         logs=lines(f"job {REAL_LOOKING} reward=-1.5000 elapsed=0.4s", "x" * 400),
     )
     text = json.dumps([outcome.summary(), outcome.log_table()], ensure_ascii=False)
@@ -133,7 +177,8 @@ def test_capture_collects_runtime_lines_and_restores_the_loggers():
         logging.getLogger("mtrl_course.local.jobruntime").info("refused POST /sample")
         logging.getLogger("unrelated").warning("not ours")
     assert [(line.source, line.message) for line in captured] == [
-        ("agent", "parsed task t1"), (smoke.JOB_RUNTIME_SOURCE, "refused POST /sample"),
+        ("agent", "parsed task t1"),
+        (smoke.JOB_RUNTIME_SOURCE, "refused POST /sample"),
     ]
     assert (logger.level, logger.propagate, list(logger.handlers)) == before
 
@@ -144,7 +189,10 @@ def test_invoke_smoke_through_boto3_with_captured_logs(offline):
         assert (outcome.status, outcome.reward, outcome.error_code) == (200, -1.5, None)
         assert outcome.job_arn.endswith(f":{config.MOTO_ACCOUNT}:job/AgentRFT/smoke-test")
         assert len(outcome.session_id) >= smoke.SESSION_ID_MIN
-        assert [line.message for line in outcome.logs] == ["parsed task smoke-test", "refused: 400 Could not find job: x"]
+        assert [line.message for line in outcome.logs] == [
+            "parsed task smoke-test",
+            "refused: 400 Could not find job: x",
+        ]
         assert outcome.ok
         short = smoke.invoke_smoke(runtime.arn, b"{}", offline, session_id="x" * 32)
         assert short.error_code == "ParamValidationError" and smoke.diagnose_row(short) is smoke.SHORT_SESSION

@@ -156,9 +156,7 @@ def test_empty_answer_list_is_refused():
 
 
 def test_summarise_counts_a_hand_made_frame():
-    frame = pd.DataFrame(
-        {"solved": [True, True, False], "n_guesses": [3, 5, 6], "reward": [1.5, 1.3, -0.5]}
-    )
+    frame = pd.DataFrame({"solved": [True, True, False], "n_guesses": [3, 5, 6], "reward": [1.5, 1.3, -0.5]})
     summary = summarise(frame)
     assert summary["solve_rate"] == pytest.approx(2 / 3)
     assert summary["mean_guesses"] == 4.0

@@ -81,7 +81,9 @@ def test_upload_dataset_creates_a_tagged_private_bucket_and_uploads_both_files(o
     assert bucket_tags == {"course": config.COURSE_TAG, "run_id": "offline", "notebook": "04"}
     block = s3.get_public_access_block(Bucket=COURSE_BUCKET)["PublicAccessBlockConfiguration"]
     assert all(block.values())
-    assert storage.list_prefix(COURSE_BUCKET, storage.dataset_prefix(), offline) == sorted(uploaded, key=lambda o: o.key)
+    assert storage.list_prefix(COURSE_BUCKET, storage.dataset_prefix(), offline) == sorted(
+        uploaded, key=lambda o: o.key
+    )
     # Idempotent: a second upload replaces the objects, the bucket stays.
     assert storage.upload_dataset(session=offline) == uploaded
 

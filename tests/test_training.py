@@ -50,8 +50,15 @@ def test_step_arithmetic_reproduces_the_walkthroughs_schedule():
 
 def test_step_arithmetic_of_the_offline_run_and_of_an_epoch_limit():
     offline = training.OFFLINE_HYPERPARAMETERS
-    plan = training.step_arithmetic(640, offline["global_batch_size"], offline["group_size"], offline["max_steps"], offline["max_epochs"])
-    assert (plan["steps_per_epoch"], plan["steps"], plan["games_per_step"], plan["epochs_reached"]) == (20, 10, 256, 0.5)
+    plan = training.step_arithmetic(
+        640, offline["global_batch_size"], offline["group_size"], offline["max_steps"], offline["max_epochs"]
+    )
+    assert (plan["steps_per_epoch"], plan["steps"], plan["games_per_step"], plan["epochs_reached"]) == (
+        20,
+        10,
+        256,
+        0.5,
+    )
     capped = training.step_arithmetic(640, 128, 8, 100, 2)
     assert (capped["steps"], capped["limited_by"], capped["epochs_reached"]) == (10, "max_epochs", 2.0)
     assert training.step_arithmetic(130, 128, 8, 100, 1)["steps_per_epoch"] == 2  # a partial batch is a step
@@ -105,8 +112,15 @@ class FakeJob:
         start = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
         names = ["Starting", "Downloading", "Pending", "Training", "Uploading", final]
         self.script = [
-            [types.SimpleNamespace(status=n, status_message=f"{n} now", start_time=start + dt.timedelta(seconds=i),
-                                   end_time=start + dt.timedelta(seconds=i + 1)) for i, n in enumerate(names[:k])]
+            [
+                types.SimpleNamespace(
+                    status=n,
+                    status_message=f"{n} now",
+                    start_time=start + dt.timedelta(seconds=i),
+                    end_time=start + dt.timedelta(seconds=i + 1),
+                )
+                for i, n in enumerate(names[:k])
+            ]
             for k in (1, 4, 4, 6)
         ]
         self.final, self.reason, self.refreshes = final, reason, 0
@@ -132,8 +146,14 @@ def test_wait_prints_each_status_once_and_returns_the_job(capsys):
     job = FakeJob("Completed")
     assert training.wait(job, poll=0) is job
     lines = capsys.readouterr().out.splitlines()
-    assert lines == ["  Starting: Starting now", "  Downloading: Downloading now", "  Pending: Pending now",
-                     "  Training: Training now", "  Uploading: Uploading now", "  Completed"]
+    assert lines == [
+        "  Starting: Starting now",
+        "  Downloading: Downloading now",
+        "  Pending: Pending now",
+        "  Training: Training now",
+        "  Uploading: Uploading now",
+        "  Completed",
+    ]
 
 
 def test_wait_raises_the_sdks_error_with_the_failure_reason(capsys):
@@ -163,10 +183,16 @@ def backend(tmp_path):
 def _record(name: str, status: str = "InProgress", category: str = service.TRAINING) -> dict:
     now = dt.datetime(2026, 1, 1, 12, tzinfo=dt.timezone.utc)
     return {
-        "JobName": name, "JobArn": f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:job/{category}/{name}",
-        "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/r", "JobCategory": category, "JobConfigSchemaVersion": "1.0.0",
+        "JobName": name,
+        "JobArn": f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:job/{category}/{name}",
+        "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/r",
+        "JobCategory": category,
+        "JobConfigSchemaVersion": "1.0.0",
         "JobConfigDocument": json.dumps({"ServiceOutput": {"BillableTokenUsage": {"PrefillTokenCount": 5}}}),
-        "CreationTime": now, "LastModifiedTime": now, "JobStatus": status, "SecondaryStatus": "Training",
+        "CreationTime": now,
+        "LastModifiedTime": now,
+        "JobStatus": status,
+        "SecondaryStatus": "Training",
         "SecondaryStatusTransitions": [{"Status": "Training", "StartTime": now, "StatusMessage": "training"}],
     }
 
@@ -220,8 +246,13 @@ def test_a_finished_job_reloads_with_its_record_and_can_be_deleted(backend):
     assert described["JobStatus"] == "Completed" and isinstance(described["CreationTime"], dt.datetime)
     assert json.loads(described["JobConfigDocument"])["ServiceOutput"]["BillableTokenUsage"] == {"PrefillTokenCount": 5}
     with pytest.raises(sagemaker.exceptions.ClientError, match="already exists"):
-        sagemaker.create_job(JobName="finished", RoleArn=described["RoleArn"], JobCategory=service.TRAINING,
-                             JobConfigSchemaVersion="1.0.0", JobConfigDocument="{}")
+        sagemaker.create_job(
+            JobName="finished",
+            RoleArn=described["RoleArn"],
+            JobCategory=service.TRAINING,
+            JobConfigSchemaVersion="1.0.0",
+            JobConfigDocument="{}",
+        )
     sagemaker.delete_job(JobName="finished", JobCategory=service.TRAINING)
     assert not store.path(service.TRAINING, "finished").exists()
 
@@ -229,9 +260,13 @@ def test_a_finished_job_reloads_with_its_record_and_can_be_deleted(backend):
 def test_model_packages_come_back_with_their_arns_in_a_fresh_moto(backend):
     store = _store(backend)
     request = {
-        "ModelPackageGroupName": "restored-mpg", "ModelPackageDescription": "stand-in adapter",
-        "InferenceSpecification": {"Containers": [{"Image": f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/x:latest"}],
-                                   "SupportedContentTypes": ["application/json"], "SupportedResponseMIMETypes": ["application/json"]},
+        "ModelPackageGroupName": "restored-mpg",
+        "ModelPackageDescription": "stand-in adapter",
+        "InferenceSpecification": {
+            "Containers": [{"Image": f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/x:latest"}],
+            "SupportedContentTypes": ["application/json"],
+            "SupportedResponseMIMETypes": ["application/json"],
+        },
     }
     arns = [f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:model-package/restored-mpg/{v}" for v in (2, 1)]
     for arn in arns:  # recorded out of order on purpose
@@ -247,8 +282,13 @@ def test_prepare_is_idempotent_and_follows_a_reset(backend, tmp_path):
     first = resources.prepare()
     try:
         assert resources.prepare() is first
-        assert first.runtime.serving and first.reasoning_effort == "low" and first.runtime.env["REASONING_EFFORT"] == "low"
-        assert first.train_s3_uri.endswith("/datasets/training-data.jsonl") and first.adapter_dir == Path(backend.state_dir) / "adapters"
+        assert (
+            first.runtime.serving and first.reasoning_effort == "low" and first.runtime.env["REASONING_EFFORT"] == "low"
+        )
+        assert (
+            first.train_s3_uri.endswith("/datasets/training-data.jsonl")
+            and first.adapter_dir == Path(backend.state_dir) / "adapters"
+        )
         assert backend.service.runner(service.TRAINING) is not None and backend.job_runtime.emulator is not None
         rows = {r["item"]: r["value"] for r in first.rows()}
         assert rows["mode"] == "offline" and rows["mlflow_app_arn"] == first.mlflow_app_arn
@@ -326,8 +366,12 @@ def test_the_default_offline_run_trains_the_stand_in_within_budget(default_run, 
     assert "Training Metrics" in capsys.readouterr().out
     sent = job.training_config["HyperParameters"]
     assert sent["sampling_max_tokens"] == "8192" and sent["max_steps"] == "10"
-    assert {t["Key"]: t["Value"] for t in aws.session().client("sagemaker").describe_job(
-        JobName=job.job_name, JobCategory=training.JOB_CATEGORY)["Tags"]}["course"] == config.COURSE_TAG
+    assert {
+        t["Key"]: t["Value"]
+        for t in aws.session()
+        .client("sagemaker")
+        .describe_job(JobName=job.job_name, JobCategory=training.JOB_CATEGORY)["Tags"]
+    }["course"] == config.COURSE_TAG
 
 
 @pytest.mark.slow
@@ -346,7 +390,13 @@ def test_two_runs_with_the_same_seed_log_identical_metrics(offline):
     for _ in range(2):
         jobs.append(training.wait(training.launch(training.make_trainer(offline, TINY_RUN)), echo=False))
         time.sleep(1.1)  # the SDK names jobs by the second
-    keys = ("rollout/reward/mean", "rollout/advantage/std", "val/reward/pass_at_1", "val/reward/mean", "training/total_tokens")
+    keys = (
+        "rollout/reward/mean",
+        "rollout/advantage/std",
+        "val/reward/pass_at_1",
+        "val/reward/mean",
+        "training/total_tokens",
+    )
     assert jobs[0].job_name != jobs[1].job_name
     for key in keys:
         assert _metric(jobs[0], key) == _metric(jobs[1], key) != {}
@@ -380,11 +430,14 @@ def test_a_new_process_attaches_reads_metrics_and_evaluates_the_trained_package(
     state = str(offline.state_dir)
     completed = subprocess.run(
         [sys.executable, "-c", NEW_PROCESS_SCRIPT, state, job.job_name],
-        capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S, env={**os.environ, "MTRL_MODE": "offline"},
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT_S,
+        env={**os.environ, "MTRL_MODE": "offline"},
     )
     lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
     assert completed.returncode == 0 and lines, completed.stderr[-3000:]
-    seen = json.loads(lines[-1][len("RESULT "):])
+    seen = json.loads(lines[-1][len("RESULT ") :])
     assert seen["status"] == "Completed" and seen["reused"] == job.job_name
     assert seen["steps"] == list(range(1, 11)) and seen["package"] == job.output_model_package_arn
     assert seen["tokens"]["train"] == job.billable_token_usage["TrainTokenCount"]
@@ -410,10 +463,16 @@ def test_96_concurrent_rollouts_through_the_runtime_each_report_one_reward(offli
     def invoke(i: int) -> float:
         tid = f"concurrent-{i:03d}"
         emulator.start_trajectory(arn, tid, rng_key=[3, 0, 0, i, 0, 0])
-        payload = fastlane.payload_for(json.loads(lines[i])["prompt"], arn, tid, temperature=1.0, top_p=None, max_tokens=None)
+        payload = fastlane.payload_for(
+            json.loads(lines[i])["prompt"], arn, tid, temperature=1.0, top_p=None, max_tokens=None
+        )
         payload["metadata"].update(endpoint=emulator.endpoint, region=REGION)
-        answer = agentcore.invoke_agent_runtime(agentRuntimeArn=offline.runtime_arn, payload=json.dumps(payload).encode(),
-                                                runtimeSessionId=f"{tid}-{'x' * 33}", contentType="application/json")
+        answer = agentcore.invoke_agent_runtime(
+            agentRuntimeArn=offline.runtime_arn,
+            payload=json.dumps(payload).encode(),
+            runtimeSessionId=f"{tid}-{'x' * 33}",
+            contentType="application/json",
+        )
         return json.loads(answer["response"].read())["reward"]
 
     with ThreadPoolExecutor(CONCURRENT_ROLLOUTS) as pool:

@@ -107,10 +107,7 @@ def test_the_tool_call_cap_reads_as_over():
 
 
 def test_the_spec_examples_parse():
-    line = (
-        "Guess 2/6: BLOKE -> B=yellow, L=green, O=green, K=gray, E=green\n"
-        "Current Knowledge:\n- Guesses Remaining: 4"
-    )
+    line = "Guess 2/6: BLOKE -> B=yellow, L=green, O=green, K=gray, E=green\nCurrent Knowledge:\n- Guesses Remaining: 4"
     assert parse_clue(line) == ("BLOKE", ["Y", "G", "G", "X", "G"])
     assert not is_over(line)
     solve = "Guess 4/6: BLOKE \u2014 all green. Correct, you solved it!"
@@ -126,11 +123,13 @@ def test_feedback_naming_other_letters_is_not_a_clue():
 
 json_like = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(
-        st.sampled_from(["role", "content", "toolResult", "text", "toolUse", "status", "x"]),
-        children,
-        max_size=4,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["role", "content", "toolResult", "text", "toolUse", "status", "x"]),
+            children,
+            max_size=4,
+        )
     ),
     max_leaves=25,
 )
@@ -139,8 +138,12 @@ json_like = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(blob=json_like)
 def test_garbage_never_raises(blob):
-    for value in (blob, [blob], [{"role": "user", "content": [{"toolResult": blob}]}],
-                  [{"content": [{"toolResult": {"content": blob}}]}]):
+    for value in (
+        blob,
+        [blob],
+        [{"role": "user", "content": [{"toolResult": blob}]}],
+        [{"content": [{"toolResult": {"content": blob}}]}],
+    ):
         assert isinstance(tool_result_texts(value), list)
         assert isinstance(clues_from_messages(value), list)
         assert isinstance(game_over_in(value), bool)
@@ -148,10 +151,7 @@ def test_garbage_never_raises(blob):
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    text=st.text(max_size=200)
-    | st.from_regex(r"Guess \d{1,6}/\d{1,6}: [A-Za-z]{5} .{0,60}", fullmatch=True)
-)
+@given(text=st.text(max_size=200) | st.from_regex(r"Guess \d{1,6}/\d{1,6}: [A-Za-z]{5} .{0,60}", fullmatch=True))
 def test_garbage_text_never_raises(text):
     clue = parse_clue(text)
     assert clue is None or (len(clue[0]) == 5 and len(clue[1]) == 5)

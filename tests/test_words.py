@@ -21,9 +21,7 @@ from mtrl_course.feedback_arrays import pattern_matrix, pattern_to_marks
 from wordle_agent import words
 
 DATA_DIR = words.DATA_DIR
-STRONG_OPENERS = {
-    "SLATE", "SOARE", "CRANE", "CRATE", "TRACE", "STARE", "RAISE", "ARISE", "SALET", "REAST"
-}
+STRONG_OPENERS = {"SLATE", "SOARE", "CRANE", "CRATE", "TRACE", "STARE", "RAISE", "ARISE", "SALET", "REAST"}
 
 
 def _provenance() -> dict:
@@ -92,8 +90,24 @@ def test_plain_denylist_words_stay_guesses_only(word):
 @pytest.mark.parametrize(
     "word",
     # -er headwords (no superlative), keep-listed look-alikes, irregular forms that are headwords.
-    ["COVER", "WATER", "TOWER", "POWER", "INNER", "BAKER", "BEING", "THING", "LOWER", "FOUND",
-     "BLEED", "GREED", "SPEED", "NAKED", "CHAOS", "GENUS"],
+    [
+        "COVER",
+        "WATER",
+        "TOWER",
+        "POWER",
+        "INNER",
+        "BAKER",
+        "BEING",
+        "THING",
+        "LOWER",
+        "FOUND",
+        "BLEED",
+        "GREED",
+        "SPEED",
+        "NAKED",
+        "CHAOS",
+        "GENUS",
+    ],
 )
 def test_headwords_that_look_inflected_are_answers(word):
     assert word in words.ANSWERS
@@ -219,12 +233,23 @@ BASE = frozenset(
 @pytest.mark.parametrize(
     "word, rule",
     [
-        ("cards", "plural_or_s_verb"), ("boxes", "plural_or_s_verb"), ("cries", "plural_or_s_verb"),
-        ("wives", "plural_or_s_verb"), ("elves", "plural_or_s_verb"), ("baked", "past_tense"),
-        ("acted", "past_tense"), ("cried", "past_tense"), ("upped", "past_tense"),
-        ("using", "ing_form"), ("dying", "ing_form"), ("doing", "ing_form"),
-        ("newer", "comparative"), ("wider", "comparative"), ("drier", "comparative"),
-        ("lower", "comparative"), ("newest", "superlative"),
+        ("cards", "plural_or_s_verb"),
+        ("boxes", "plural_or_s_verb"),
+        ("cries", "plural_or_s_verb"),
+        ("wives", "plural_or_s_verb"),
+        ("elves", "plural_or_s_verb"),
+        ("baked", "past_tense"),
+        ("acted", "past_tense"),
+        ("cried", "past_tense"),
+        ("upped", "past_tense"),
+        ("using", "ing_form"),
+        ("dying", "ing_form"),
+        ("doing", "ing_form"),
+        ("newer", "comparative"),
+        ("wider", "comparative"),
+        ("drier", "comparative"),
+        ("lower", "comparative"),
+        ("newest", "superlative"),
     ],
 )
 def test_rules_find_inflections(word, rule):
@@ -242,10 +267,7 @@ def test_rules_leave_headwords_alone(word):
 def _scowl_or_skip() -> Path:
     if (wordlists.SCOWL_DIR / "english-words.35").is_file():
         return wordlists.SCOWL_DIR
-    reason = (
-        f"SCOWL lists not found in {wordlists.SCOWL_DIR}; "
-        "install them with `apt-get install scowl`"
-    )
+    reason = f"SCOWL lists not found in {wordlists.SCOWL_DIR}; install them with `apt-get install scowl`"
     if os.environ.get("CI"):
         pytest.fail(reason + " (CI installs scowl, so this must not be skipped there)")
     pytest.skip(reason)

@@ -33,8 +33,9 @@ def split_turn(text: str) -> reward.Turn:
     return reward.Turn("code", match.group(1)) if match else reward.Turn("question", text.strip())
 
 
-def score_conversation(task: tasks.Task, model_turns: list[str], max_turns: int, sample_id: str,
-                       spec: reward.RewardSpec = reward.TAUGHT) -> dict[str, Any]:
+def score_conversation(
+    task: tasks.Task, model_turns: list[str], max_turns: int, sample_id: str, spec: reward.RewardSpec = reward.TAUGHT
+) -> dict[str, Any]:
     """The rollout report for a finished conversation (what the container sends back)."""
     turns = [split_turn(t) for t in model_turns]
     correctness, status = 0.0, "no_commit"
@@ -42,15 +43,23 @@ def score_conversation(task: tasks.Task, model_turns: list[str], max_turns: int,
         verdict = sandbox.run_tests(turns[-1].text, task.entry_point, task.tests)
         correctness, status = verdict.correctness, verdict.status
     values = reward.components(turns, correctness, max_turns, spec)
-    return reward.byoo_report(sample_id, values, spec, {"sandbox_ok": float(status == sandbox.OK), "turns": float(len(turns))})
+    return reward.byoo_report(
+        sample_id, values, spec, {"sandbox_ok": float(status == sandbox.OK), "turns": float(len(turns))}
+    )
 
 
 def load_environment(max_turns: int = 5, **kwargs: Any) -> Any:  # pragma: no cover - needs the starter kit
     import verifiers as vf
     from datasets import Dataset
 
-    rows = [{"prompt": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": t.brief}],
-             "answer": t.id, "info": {"task_id": t.id}} for t in tasks.all_tasks()]
+    rows = [
+        {
+            "prompt": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": t.brief}],
+            "answer": t.id,
+            "info": {"task_id": t.id},
+        }
+        for t in tasks.all_tasks()
+    ]
 
     class CollaborativeCoding(vf.MultiTurnEnv):
         async def is_completed(self, messages: list[dict], state: dict, **_: Any) -> bool:
@@ -75,5 +84,7 @@ def load_environment(max_turns: int = 5, **kwargs: Any) -> Any:  # pragma: no co
         value.__name__ = name
         return value
 
-    rubric = vf.Rubric(funcs=[component(n) for n in reward.COMPONENTS], weights=[reward.WEIGHTS[n] for n in reward.COMPONENTS])
+    rubric = vf.Rubric(
+        funcs=[component(n) for n in reward.COMPONENTS], weights=[reward.WEIGHTS[n] for n in reward.COMPONENTS]
+    )
     return CollaborativeCoding(dataset=Dataset.from_list(rows), rubric=rubric, max_turns=max_turns, **kwargs)

@@ -76,8 +76,11 @@ class Rollout:
     def report(self, spec: reward.RewardSpec = reward.TAUGHT) -> dict[str, Any]:
         """The bring-your-own-orchestrator report for this rollout."""
         status = self.verdict.status if self.verdict else "no_commit"
-        metrics = {"turns": float(len(self.turns)), "details_revealed": float(len(self.revealed)),
-                   "sandbox_ok": float(status == sandbox.OK)}
+        metrics = {
+            "turns": float(len(self.turns)),
+            "details_revealed": float(len(self.revealed)),
+            "sandbox_ok": float(status == sandbox.OK),
+        }
         return reward.byoo_report(self.sample_id or self.task_id, self.values, spec, metrics)
 
     def transcript(self) -> str:
@@ -94,8 +97,15 @@ class Rollout:
 class CodingEnv:
     """The conversation for one task; `step(action)` until `done`, then read `rollout`."""
 
-    def __init__(self, task: Task, config: EnvConfig = EnvConfig(), spec: reward.RewardSpec = reward.TAUGHT,
-                 user: SimulatorFactory = rule_based, rng: random.Random | None = None, sample_id: str = ""):
+    def __init__(
+        self,
+        task: Task,
+        config: EnvConfig = EnvConfig(),
+        spec: reward.RewardSpec = reward.TAUGHT,
+        user: SimulatorFactory = rule_based,
+        rng: random.Random | None = None,
+        sample_id: str = "",
+    ):
         self.task = task
         self.config = config
         self.spec = spec

@@ -76,7 +76,9 @@ def bundle(out_dir: Path) -> Path:
 def recipe_fragment(rollout_timeout: int = RECIPE_ROLLOUT_TIMEOUT, group_size: int = RECIPE_GROUP_SIZE) -> str:
     """The training_config lines that delegate rollouts to your container (abridged from the docs' recipe)."""
     if rollout_timeout <= 0 or group_size < 2:
-        raise ValueError(f"rollout_timeout must be positive and group_size at least 2, got {rollout_timeout}, {group_size}")
+        raise ValueError(
+            f"rollout_timeout must be positive and group_size at least 2, got {rollout_timeout}, {group_size}"
+        )
     return (
         "training_config:\n"
         "  rollout:\n"
@@ -88,12 +90,36 @@ def recipe_fragment(rollout_timeout: int = RECIPE_ROLLOUT_TIMEOUT, group_size: i
 
 
 INFRASTRUCTURE = (
-    {"part": "SageMaker HyperPod cluster (training and generation)", "setting": "ml.p5.48xlarge x 10 (the infra sample's defaults; 10 is its minimum for generation_replicas 4)", "source": "Nova infra sample cdk.json"},
-    {"part": "EKS cluster behind HyperPod", "setting": "endpoint access PUBLIC (PUBLIC_AND_PRIVATE failed to stabilise)", "source": "Nova infra sample"},
-    {"part": "ECS on Fargate reward workers (your environment container)", "setting": "reward_cpu 2048, reward_memory 4096", "source": "Nova infra sample cdk.json"},
-    {"part": "Proxy Lambda, SQS FIFO queues (rollout response, generate request, generate response), DynamoDB state", "setting": "one SDK stack <prefix>-<run>-NovaForgeSDK per environment run in parallel", "source": "Nova BYOO docs, infra sample"},
-    {"part": "Custom environment bundle", "setting": f"use_custom_env 'true', custom_env_id '{ENV_ID}'; uploaded to s3://<bucket>/custom-envs/{ENV_ID}.tar.gz", "source": "Nova infra sample"},
-    {"part": "Training recipe", "setting": "rollout.delegate: true; model amazon.nova-2-lite-v1:0:256k in the docs' example", "source": "Nova BYOO docs"},
+    {
+        "part": "SageMaker HyperPod cluster (training and generation)",
+        "setting": "ml.p5.48xlarge x 10 (the infra sample's defaults; 10 is its minimum for generation_replicas 4)",
+        "source": "Nova infra sample cdk.json",
+    },
+    {
+        "part": "EKS cluster behind HyperPod",
+        "setting": "endpoint access PUBLIC (PUBLIC_AND_PRIVATE failed to stabilise)",
+        "source": "Nova infra sample",
+    },
+    {
+        "part": "ECS on Fargate reward workers (your environment container)",
+        "setting": "reward_cpu 2048, reward_memory 4096",
+        "source": "Nova infra sample cdk.json",
+    },
+    {
+        "part": "Proxy Lambda, SQS FIFO queues (rollout response, generate request, generate response), DynamoDB state",
+        "setting": "one SDK stack <prefix>-<run>-NovaForgeSDK per environment run in parallel",
+        "source": "Nova BYOO docs, infra sample",
+    },
+    {
+        "part": "Custom environment bundle",
+        "setting": f"use_custom_env 'true', custom_env_id '{ENV_ID}'; uploaded to s3://<bucket>/custom-envs/{ENV_ID}.tar.gz",
+        "source": "Nova infra sample",
+    },
+    {
+        "part": "Training recipe",
+        "setting": "rollout.delegate: true; model amazon.nova-2-lite-v1:0:256k in the docs' example",
+        "source": "Nova BYOO docs",
+    },
 )
 
 CLEANUP = (

@@ -45,16 +45,22 @@ def step_stats(groups: Sequence[Sequence[Rollout]], spec: RewardSpec) -> dict[st
         row[f"{name}/within_std"] = float(np.mean([v.std() for v in values])) if values else 0.0
         row[f"{name}/weight"] = spec.weight(name)
         # Only groups whose total reward varies produce an advantage at all.
-        deviations[name] = float(sum(
-            np.abs(spec.weight(name) * (v - v.mean())).sum() for v, t in zip(values, totals) if t.max() - t.min() > DEAD_TOLERANCE
-        ))
+        deviations[name] = float(
+            sum(
+                np.abs(spec.weight(name) * (v - v.mean())).sum()
+                for v, t in zip(values, totals)
+                if t.max() - t.min() > DEAD_TOLERANCE
+            )
+        )
     whole = sum(deviations.values())
     for name, value in deviations.items():
         row[f"{name}/adv_share"] = value / whole if whole > 0 else 0.0
     return row
 
 
-def dead_flags(history: Sequence[Mapping[str, float]], names: Sequence[str], window: int = DEAD_WINDOW) -> dict[str, list[bool]]:
+def dead_flags(
+    history: Sequence[Mapping[str, float]], names: Sequence[str], window: int = DEAD_WINDOW
+) -> dict[str, list[bool]]:
     """Per component, per step: True once its within-group std has been ~0 for `window` steps in a row."""
     if window < 1:
         raise ValueError(f"window must be at least 1, got {window}")
@@ -69,7 +75,9 @@ def dead_flags(history: Sequence[Mapping[str, float]], names: Sequence[str], win
     return flags
 
 
-def dead_components(history: Sequence[Mapping[str, float]], names: Sequence[str], window: int = DEAD_WINDOW) -> list[str]:
+def dead_components(
+    history: Sequence[Mapping[str, float]], names: Sequence[str], window: int = DEAD_WINDOW
+) -> list[str]:
     """Components flagged dead at the last step."""
     return [name for name, marks in dead_flags(history, names, window).items() if marks and marks[-1]]
 
@@ -102,7 +110,11 @@ def panel(history: Sequence[Mapping[str, float]], names: Sequence[str], title: s
     bottom.set_xlabel("training step")
     top.legend(fontsize=8, loc="best")
     top.set_title(title)
-    bottom.annotate(f"x = flagged dead (no within-group spread for {window} steps)", xy=(0.01, 0.92),
-                    xycoords="axes fraction", fontsize=8)
+    bottom.annotate(
+        f"x = flagged dead (no within-group spread for {window} steps)",
+        xy=(0.01, 0.92),
+        xycoords="axes fraction",
+        fontsize=8,
+    )
     fig.tight_layout()
     return fig

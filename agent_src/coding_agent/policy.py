@@ -31,7 +31,9 @@ INITIAL_QUESTION_SPLIT = {ASK_RELEVANT: 0.5, ASK_GENERIC: 0.3, REPEAT: 0.2}
 
 def features(observation: Mapping[str, Any]) -> np.ndarray:
     turn, max_turns, last = observation["turn"], observation["max_turns"], observation["last_reply"]
-    return np.array([1.0, float(turn == 0), float(last == "new"), float(last == "nothing_new"), turn / max(max_turns - 1, 1)])
+    return np.array(
+        [1.0, float(turn == 0), float(last == "new"), float(last == "nothing_new"), turn / max(max_turns - 1, 1)]
+    )
 
 
 def initial_weights(asking_rate: float = INITIAL_ASKING_RATE) -> np.ndarray:
@@ -65,7 +67,12 @@ class CoderPolicy:
         phi = features(observation)
         probs = softmax(self.weights @ phi)
         action = _sample(probs, rng)
-        return action, {"features": phi, "probs": probs, "action": action, "logp": math.log(max(float(probs[action]), 1e-300))}
+        return action, {
+            "features": phi,
+            "probs": probs,
+            "action": action,
+            "logp": math.log(max(float(probs[action]), 1e-300)),
+        }
 
 
 def _sample(probs: np.ndarray, rng: random.Random) -> int:

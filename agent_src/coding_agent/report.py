@@ -50,8 +50,14 @@ def table(results: Mapping[str, Any], variants: Sequence[str], keys: Mapping[str
     return rows
 
 
-def curves_figure(results: Mapping[str, Any], variants: Mapping[str, str], key: str, ylabel: str, title: str,
-                  live: Mapping[str, Sequence[float]] | None = None) -> Any:
+def curves_figure(
+    results: Mapping[str, Any],
+    variants: Mapping[str, str],
+    key: str,
+    ylabel: str,
+    title: str,
+    live: Mapping[str, Sequence[float]] | None = None,
+) -> Any:
     """Mean over seeds with a min-max band per variant; dashed lines for runs re-done in the notebook."""
     import matplotlib.pyplot as plt
 
@@ -62,7 +68,13 @@ def curves_figure(results: Mapping[str, Any], variants: Mapping[str, str], key: 
         (line,) = ax.plot(steps, data.mean(axis=0), label=f"{label} ({data.shape[0]} seeds)")
         ax.fill_between(steps, data.min(axis=0), data.max(axis=0), color=line.get_color(), alpha=0.15)
         if live and label in live:
-            ax.plot(steps[: len(live[label])], live[label], linestyle="--", color=line.get_color(), label=f"{label}, re-run here")
+            ax.plot(
+                steps[: len(live[label])],
+                live[label],
+                linestyle="--",
+                color=line.get_color(),
+                label=f"{label}, re-run here",
+            )
     ax.set_xlabel("training step")
     ax.set_ylabel(ylabel)
     ax.set_title(title)

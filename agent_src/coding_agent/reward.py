@@ -112,7 +112,9 @@ def similarity(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
-def components(turns: Sequence[Turn], correctness: float, max_turns: int, spec: RewardSpec = TAUGHT) -> dict[str, float]:
+def components(
+    turns: Sequence[Turn], correctness: float, max_turns: int, spec: RewardSpec = TAUGHT
+) -> dict[str, float]:
     """Each component's value (before weighting) for one finished conversation."""
     if not 0.0 <= correctness <= 1.0:
         raise ValueError(f"correctness must be in [0, 1], got {correctness}")
@@ -130,7 +132,9 @@ def components(turns: Sequence[Turn], correctness: float, max_turns: int, spec: 
         "correctness": correctness if committed else 0.0,
         "asked_before_coding": asked,
         "guessed_immediately": GUESS_PENALTY if turns and turns[0].kind == "code" else 0.0,
-        "loop_penalty": LOOP_PENALTY if len(turns) >= 2 and similarity(turns[-2].text, turns[-1].text) > LOOP_SIMILARITY else 0.0,
+        "loop_penalty": LOOP_PENALTY
+        if len(turns) >= 2 and similarity(turns[-2].text, turns[-1].text) > LOOP_SIMILARITY
+        else 0.0,
     }
     if spec.efficiency_weight:
         values[EFFICIENCY] = 1.0 - (len(turns) - 1) / (max_turns - 1) if max_turns > 1 else 1.0
@@ -141,8 +145,9 @@ def aggregate(values: Mapping[str, float], spec: RewardSpec = TAUGHT) -> float:
     return float(sum(spec.weight(name) * value for name, value in values.items()))
 
 
-def byoo_report(sample_id: str, values: Mapping[str, float], spec: RewardSpec = TAUGHT,
-                metrics: Mapping[str, float] | None = None) -> dict[str, Any]:
+def byoo_report(
+    sample_id: str, values: Mapping[str, float], spec: RewardSpec = TAUGHT, metrics: Mapping[str, float] | None = None
+) -> dict[str, Any]:
     """The rollout report: the weighted total plus every component, and tracking-only metrics."""
     if not sample_id:
         raise ValueError("a rollout report needs the sample id it answers")

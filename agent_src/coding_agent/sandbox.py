@@ -73,7 +73,15 @@ class Limits:
     output_bytes: int = 256 * 1024
 
     def __post_init__(self) -> None:
-        for name in ("cpu_seconds", "wall_seconds", "memory_bytes", "processes", "file_bytes", "open_files", "output_bytes"):
+        for name in (
+            "cpu_seconds",
+            "wall_seconds",
+            "memory_bytes",
+            "processes",
+            "file_bytes",
+            "open_files",
+            "output_bytes",
+        ):
             if not getattr(self, name) > 0:
                 raise ValueError(f"sandbox limit {name} must be positive, got {getattr(self, name)!r}")
 
@@ -102,7 +110,17 @@ FORGED = "forged_or_malformed_result"  # more than one frame, wrong nonce, wrong
 # The sandbox itself failed before the code ran (namespace setup, no process left to fork). Not
 # the code's fault and never cached: scored as 0 it would be a silently dead scorer of our own.
 SANDBOX_ERROR = "sandbox_error"
-STATUSES = (OK, SYNTAX_ERROR, MISSING_ENTRY_POINT, IMPORT_ERROR, TIMEOUT, OUTPUT_LIMIT, NO_RESULT, FORGED, SANDBOX_ERROR)
+STATUSES = (
+    OK,
+    SYNTAX_ERROR,
+    MISSING_ENTRY_POINT,
+    IMPORT_ERROR,
+    TIMEOUT,
+    OUTPUT_LIMIT,
+    NO_RESULT,
+    FORGED,
+    SANDBOX_ERROR,
+)
 # How the wrapper reports its own failures: unshare's messages, the mount script's exit status.
 WRAPPER_PREFIXES = (b"unshare: ", b"prlimit: ", b"sandbox: ")
 MOUNT_FAILED = 97
@@ -112,7 +130,7 @@ MOUNT_FAILED = 97
 # Python 3.8+ and stdlib only (it may run on the system interpreter, without site-packages).
 # It reads one JSON payload from stdin (code, entry point, call arguments, nonce), never the
 # expected values, and writes one frame: NONCE + JSON list of encoded outputs + NONCE.
-HARNESS = r'''
+HARNESS = r"""
 import json, os, sys
 payload = json.loads(sys.stdin.read())
 sys.stdin.close()
@@ -156,7 +174,7 @@ for args in payload["calls"]:
     except BaseException as exc:
         outputs.append(["raises", type(exc).__name__])
 emit({"status": "ok", "count": len(outputs), "outputs": outputs})
-'''
+"""
 
 
 # The encoder is the same text in parent and child, so both sides encode a value identically.
@@ -295,7 +313,20 @@ def _namespace_prefix(hidden: Sequence[str]) -> list[str]:
         # RLIMIT_CPU, so a harness running as PID 1 would only ever stop at the wall clock.
         'done; cd /tmp && "$@"'
     )
-    return ["unshare", "-r", "--net", "--pid", "--fork", "--kill-child", "--mount", "--", "/bin/sh", "-c", script, "sandbox"]
+    return [
+        "unshare",
+        "-r",
+        "--net",
+        "--pid",
+        "--fork",
+        "--kill-child",
+        "--mount",
+        "--",
+        "/bin/sh",
+        "-c",
+        script,
+        "sandbox",
+    ]
 
 
 def _sandbox_uid() -> int:
@@ -328,7 +359,12 @@ def isolation() -> Isolation:
         try:
             done = subprocess.run(
                 [*prefix, *_namespace_prefix(_hidden_paths()), interpreter, "-I", "-S", "-c", probe],
-                check=False, capture_output=True, text=True, timeout=15, env=scrubbed_env("/tmp"), **spawn,
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=15,
+                env=scrubbed_env("/tmp"),
+                **spawn,
             )
             namespaces = done.stdout.strip() == "OK"
         except (OSError, subprocess.SubprocessError):
@@ -345,7 +381,8 @@ def cache_key(code: str, entry_point: str, cases: Sequence[TestCase], limits: Li
     """A hash of everything that decides a verdict, so an identical submission is judged once."""
     blob = json.dumps(
         [code, entry_point, [[list(c.args), c.expected_record()] for c in cases], limits.__dict__],
-        sort_keys=True, default=repr,
+        sort_keys=True,
+        default=repr,
     )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -385,7 +422,9 @@ def _judge(code: str, entry_point: str, cases: Sequence[TestCase], limits: Limit
     except (SyntaxError, ValueError) as exc:  # ValueError: null bytes in the source
         return Verdict(SYNTAX_ERROR, 0, total, time.monotonic() - started, f"{type(exc).__name__}: {exc}"[:MAX_DETAIL])
     nonce = secrets.token_hex(16)
-    payload = json.dumps({"nonce": nonce, "code": code, "entry_point": entry_point, "calls": [list(c.args) for c in cases]})
+    payload = json.dumps(
+        {"nonce": nonce, "code": code, "entry_point": entry_point, "calls": [list(c.args) for c in cases]}
+    )
     status, raw, returncode = _execute(payload, limits)
     seconds = time.monotonic() - started
     if status == OK and (returncode == MOUNT_FAILED or raw.startswith(WRAPPER_PREFIXES)):
@@ -402,7 +441,13 @@ def _judge(code: str, entry_point: str, cases: Sequence[TestCase], limits: Limit
         return Verdict(FORGED, 0, total, seconds, "the result frame is not the harness's")
     if record["status"] == MISSING_ENTRY_POINT:
         defined = record.get("defined", [])
-        return Verdict(MISSING_ENTRY_POINT, 0, total, seconds, f"no callable {entry_point!r}; the code defines {defined}"[:MAX_DETAIL])
+        return Verdict(
+            MISSING_ENTRY_POINT,
+            0,
+            total,
+            seconds,
+            f"no callable {entry_point!r}; the code defines {defined}"[:MAX_DETAIL],
+        )
     if record["status"] == IMPORT_ERROR:
         return Verdict(IMPORT_ERROR, 0, total, seconds, f"{record.get('error')} while running the module body")
     outputs = record.get("outputs")
@@ -466,8 +511,14 @@ def _spawn(limits: Limits, uid: int | None) -> tuple[list[str], dict[str, Any]]:
     processes = process_budget(limits, uid)
     if shutil.which("prlimit"):
         prefix = [
-            "prlimit", f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}", f"--as={limits.memory_bytes}",
-            f"--nproc={processes}", f"--fsize={limits.file_bytes}", f"--nofile={limits.open_files}", "--core=0", "--",
+            "prlimit",
+            f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}",
+            f"--as={limits.memory_bytes}",
+            f"--nproc={processes}",
+            f"--fsize={limits.file_bytes}",
+            f"--nofile={limits.open_files}",
+            "--core=0",
+            "--",
         ]
         kwargs: dict[str, Any] = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
         return prefix, kwargs
@@ -505,8 +556,12 @@ def _execute(payload: str, limits: Limits) -> tuple[str, bytes, int | None]:
             command = [*_namespace_prefix(_hidden_paths()), *command]
         prefix, spawn = _spawn(limits, uid)
         proc = subprocess.Popen(
-            [*prefix, *command], cwd=workdir, env=scrubbed_env(workdir),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            [*prefix, *command],
+            cwd=workdir,
+            env=scrubbed_env(workdir),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so one killpg reaches every descendant
             **spawn,
         )

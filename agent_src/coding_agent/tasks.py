@@ -110,9 +110,9 @@ def _src(text: str) -> str:
 def _price(p: Mapping[str, Any]) -> str:
     return _src(f"""
         def format_price(amount):
-            text = f"{{amount:,.{p['decimals']}f}}".replace(",", "_")
-            text = text.replace(".", {p['decimal_sep']!r}).replace("_", {p['group_sep']!r})
-            return {p['symbol']!r} + text
+            text = f"{{amount:,.{p["decimals"]}f}}".replace(",", "_")
+            text = text.replace(".", {p["decimal_sep"]!r}).replace("_", {p["group_sep"]!r})
+            return {p["symbol"]!r} + text
         """)
 
 
@@ -122,17 +122,19 @@ def _slug(p: Mapping[str, Any]) -> str:
 
         def slugify(title):
             words = re.findall(r"[A-Za-z0-9]+", title.lower())
-            if not {p['keep_digits']!r}:
+            if not {p["keep_digits"]!r}:
                 words = [w for w in (re.sub(r"[0-9]", "", w) for w in words) if w]
-            slug = {p['separator']!r}.join(words)
-            if {p['max_length']!r}:
-                slug = slug[:{p['max_length']!r}].rstrip({p['separator']!r})
+            slug = {p["separator"]!r}.join(words)
+            if {p["max_length"]!r}:
+                slug = slug[:{p["max_length"]!r}].rstrip({p["separator"]!r})
             return slug
         """)
 
 
 def _median(p: Mapping[str, Any]) -> str:
-    empty = {"raise": "raise ValueError('median of an empty list')", "none": "return None", "zero": "return 0"}[p["empty"]]
+    empty = {"raise": "raise ValueError('median of an empty list')", "none": "return None", "zero": "return 0"}[
+        p["empty"]
+    ]
     even = {"mean": "(xs[m - 1] + xs[m]) / 2", "lower": "xs[m - 1]", "upper": "xs[m]"}[p["even"]]
     return _src(f"""
         def median(values):
@@ -149,22 +151,22 @@ def _median(p: Mapping[str, Any]) -> str:
 def _grade(p: Mapping[str, Any]) -> str:
     return _src(f"""
         def letter_grade(score):
-            if {p['round_first']!r}:
+            if {p["round_first"]!r}:
                 score = int(score + 0.5)
-            for cutoff, letter in zip({p['cutoffs']!r}, "ABCD"):
+            for cutoff, letter in zip({p["cutoffs"]!r}, "ABCD"):
                 if score >= cutoff:
                     return letter
-            return {p['fail']!r}
+            return {p["fail"]!r}
         """)
 
 
 def _bill(p: Mapping[str, Any]) -> str:
     return _src(f"""
         def split_bill(total_cents, people):
-            total = total_cents + (total_cents * {p['tip_percent']!r}) // 100
+            total = total_cents + (total_cents * {p["tip_percent"]!r}) // 100
             share, extra = divmod(total, people)
             shares = [share] * people
-            order = range(extra) if {p['remainder']!r} == "first" else range(people - extra, people)
+            order = range(extra) if {p["remainder"]!r} == "first" else range(people - extra, people)
             for i in order:
                 shares[i] += 1
             return shares
@@ -176,10 +178,10 @@ def _truncate(p: Mapping[str, Any]) -> str:
         def truncate(text, limit):
             if len(text) <= limit:
                 return text
-            marker = {p['marker']!r}
-            room = limit - len(marker) if {p['marker_counts']!r} else limit
+            marker = {p["marker"]!r}
+            room = limit - len(marker) if {p["marker_counts"]!r} else limit
             cut = text[:room]
-            if {p['whole_words']!r} and " " in cut:
+            if {p["whole_words"]!r} and " " in cut:
                 cut = cut[:cut.rindex(" ")]
             return cut.rstrip() + marker
         """)
@@ -190,12 +192,12 @@ def _words(p: Mapping[str, Any]) -> str:
         import re
 
         def word_counts(text):
-            if {p['ignore_case']!r}:
+            if {p["ignore_case"]!r}:
                 text = text.lower()
-            words = re.findall(r"[A-Za-z']+", text) if {p['strip_punctuation']!r} else text.split()
+            words = re.findall(r"[A-Za-z']+", text) if {p["strip_punctuation"]!r} else text.split()
             counts = {{}}
             for w in words:
-                if len(w) >= {p['min_length']!r}:
+                if len(w) >= {p["min_length"]!r}:
                     counts[w] = counts.get(w, 0) + 1
             return counts
         """)
@@ -206,8 +208,8 @@ def _temperature(p: Mapping[str, Any]) -> str:
     return _src(f"""
         def convert_temperature(celsius):
             if celsius < -273.15:
-                {"raise ValueError('below absolute zero')" if p['check_absolute_zero'] else "pass"}
-            return round({formula}, {p['decimals']!r})
+                {"raise ValueError('below absolute zero')" if p["check_absolute_zero"] else "pass"}
+            return round({formula}, {p["decimals"]!r})
         """)
 
 
@@ -215,9 +217,9 @@ def _username(p: Mapping[str, Any]) -> str:
     allowed = "abcdefghijklmnopqrstuvwxyz0123456789" + p["extra_chars"]
     return _src(f"""
         def is_valid_username(name):
-            if not {p['min_length']!r} <= len(name) <= 16:
+            if not {p["min_length"]!r} <= len(name) <= 16:
                 return False
-            if {p['letter_first']!r} and not name[:1].isalpha():
+            if {p["letter_first"]!r} and not name[:1].isalpha():
                 return False
             return all(c in {allowed!r} for c in name.lower())
         """)
@@ -227,13 +229,13 @@ def _dedupe(p: Mapping[str, Any]) -> str:
     return _src(f"""
         def dedupe(items):
             seen, kept = set(), []
-            ordered = list(items) if {p['keep']!r} == "first" else list(reversed(items))
+            ordered = list(items) if {p["keep"]!r} == "first" else list(reversed(items))
             for item in ordered:
-                key = item.lower() if {p['ignore_case']!r} else item
+                key = item.lower() if {p["ignore_case"]!r} else item
                 if key not in seen:
                     seen.add(key)
                     kept.append(item)
-            return kept if {p['keep']!r} == "first" else list(reversed(kept))
+            return kept if {p["keep"]!r} == "first" else list(reversed(kept))
         """)
 
 
@@ -243,8 +245,8 @@ def _names(p: Mapping[str, Any]) -> str:
         def sort_names(names):
             def key(name):
                 k = {key}
-                return k.lower() if {p['ignore_case']!r} else k
-            return sorted(names, key=key, reverse={p['descending']!r})
+                return k.lower() if {p["ignore_case"]!r} else k
+            return sorted(names, key=key, reverse={p["descending"]!r})
         """)
 
 
@@ -256,9 +258,9 @@ def _chunk(p: Mapping[str, Any]) -> str:
                 {bad}
             chunks = [list(items[i:i + size]) for i in range(0, len(items), size)]
             if chunks and len(chunks[-1]) < size:
-                if {p['short_last']!r} == "drop":
+                if {p["short_last"]!r} == "drop":
                     chunks.pop()
-                elif {p['short_last']!r} == "pad":
+                elif {p["short_last"]!r} == "pad":
                     chunks[-1] += [None] * (size - len(chunks[-1]))
             return chunks
         """)
@@ -268,11 +270,11 @@ def _mask(p: Mapping[str, Any]) -> str:
     return _src(f"""
         def mask_email(email):
             user, _, domain = email.partition("@")
-            keep = {p['visible']!r}
-            masked = user[:keep] + {p['mask_char']!r} * max(len(user) - keep, 1)
-            if {p['mask_domain']!r}:
+            keep = {p["visible"]!r}
+            masked = user[:keep] + {p["mask_char"]!r} * max(len(user) - keep, 1)
+            if {p["mask_domain"]!r}:
                 name, dot, tld = domain.rpartition(".")
-                domain = {p['mask_char']!r} * len(name) + dot + tld
+                domain = {p["mask_char"]!r} * len(name) + dot + tld
             return masked + "@" + domain
         """)
 
@@ -284,187 +286,470 @@ def _duration(p: Mapping[str, Any]) -> str:
         def parse_duration(text):
             parts = re.fullmatch(r"(?:(\\d+)h)?\\s*(?:(\\d+)m)?\\s*(?:(\\d+)s)?", text.strip())
             if not parts or not any(parts.groups()):
-                {"raise ValueError('not a duration: ' + repr(text))" if p['bad_input'] == "raise" else "return None"}
+                {"raise ValueError('not a duration: ' + repr(text))" if p["bad_input"] == "raise" else "return None"}
             h, m, s = (int(g or 0) for g in parts.groups())
             seconds = h * 3600 + m * 60 + s
-            return seconds if {p['unit']!r} == "seconds" else {"seconds // 60" if p['unit'] == "minutes_floor" else "round(seconds / 60, 2)"}
+            return seconds if {p["unit"]!r} == "seconds" else {"seconds // 60" if p["unit"] == "minutes_floor" else "round(seconds / 60, 2)"}
         """)
 
 
 FAMILIES: tuple[Family, ...] = (
     Family(
-        "price", "format_price",
+        "price",
+        "format_price",
         "Write format_price(amount) that turns a number into a price string for our shop's receipts.",
         (
-            Detail("symbol", "Which currency symbol should the price start with?", ("currency", "symbol"), "$",
-                   {"$": "Dollars: start with $.", "€": "Euros: start with €.", "£": "Pounds: start with £."}),
-            Detail("decimal_sep", "Which decimal separator do you use?", ("separator", "comma", "decimal separator", "decimal sign"), ".",
-                   {".": "A dot before the cents.", ",": "A comma before the cents, like 3,50."}),
-            Detail("group_sep", "How should thousands be grouped?", ("thousand", "group"), ",",
-                   {",": "Commas between thousands.", " ": "A space between thousands, like 1 234.", "": "No grouping at all."}),
-            Detail("decimals", "How many decimal places?", ("decimal places", "how many decimal", "cents"), 2,
-                   {2: "Always two decimals.", 0: "Whole amounts only, no decimals."}),
+            Detail(
+                "symbol",
+                "Which currency symbol should the price start with?",
+                ("currency", "symbol"),
+                "$",
+                {"$": "Dollars: start with $.", "€": "Euros: start with €.", "£": "Pounds: start with £."},
+            ),
+            Detail(
+                "decimal_sep",
+                "Which decimal separator do you use?",
+                ("separator", "comma", "decimal separator", "decimal sign"),
+                ".",
+                {".": "A dot before the cents.", ",": "A comma before the cents, like 3,50."},
+            ),
+            Detail(
+                "group_sep",
+                "How should thousands be grouped?",
+                ("thousand", "group"),
+                ",",
+                {
+                    ",": "Commas between thousands.",
+                    " ": "A space between thousands, like 1 234.",
+                    "": "No grouping at all.",
+                },
+            ),
+            Detail(
+                "decimals",
+                "How many decimal places?",
+                ("decimal places", "how many decimal", "cents"),
+                2,
+                {2: "Always two decimals.", 0: "Whole amounts only, no decimals."},
+            ),
         ),
-        _price, ((3.5,), (1234.5,), (0.125,), (1000000,), (19.99,)),
+        _price,
+        ((3.5,), (1234.5,), (0.125,), (1000000,), (19.99,)),
     ),
     Family(
-        "slug", "slugify",
+        "slug",
+        "slugify",
         "Write slugify(title) that turns an article title into a URL slug.",
         (
-            Detail("separator", "What character should separate the words?", ("separator", "dash", "hyphen", "underscore"), "-",
-                   {"-": "Hyphens between words.", "_": "Underscores between words."}),
-            Detail("max_length", "Is there a maximum length?", ("length", "long", "limit"), 0,
-                   {0: "Any length.", 20: "At most 20 characters, without a trailing separator.", 12: "At most 12 characters, without a trailing separator."}),
-            Detail("keep_digits", "Should digits stay in the slug?", ("digit", "number"), True,
-                   {True: "Keep the digits.", False: "Drop every digit."}),
+            Detail(
+                "separator",
+                "What character should separate the words?",
+                ("separator", "dash", "hyphen", "underscore"),
+                "-",
+                {"-": "Hyphens between words.", "_": "Underscores between words."},
+            ),
+            Detail(
+                "max_length",
+                "Is there a maximum length?",
+                ("length", "long", "limit"),
+                0,
+                {
+                    0: "Any length.",
+                    20: "At most 20 characters, without a trailing separator.",
+                    12: "At most 12 characters, without a trailing separator.",
+                },
+            ),
+            Detail(
+                "keep_digits",
+                "Should digits stay in the slug?",
+                ("digit", "number"),
+                True,
+                {True: "Keep the digits.", False: "Drop every digit."},
+            ),
         ),
-        _slug, (("Hello World",), ("Top 10 Python Tips for 2024 Beginners",), ("  Already-slugged_title  ",), ("Release v2 Notes",), ("Go",)),
+        _slug,
+        (
+            ("Hello World",),
+            ("Top 10 Python Tips for 2024 Beginners",),
+            ("  Already-slugged_title  ",),
+            ("Release v2 Notes",),
+            ("Go",),
+        ),
     ),
     Family(
-        "median", "median",
+        "median",
+        "median",
         "Write median(values) that returns the median of a list of numbers.",
         (
-            Detail("even", "What should happen with an even number of values?", ("even", "middle", "two"), "mean",
-                   {"mean": "The mean of the two middle values.", "lower": "The lower of the two middle values.", "upper": "The upper of the two middle values."}),
-            Detail("empty", "What should an empty list give?", ("empty", "no values", "nothing"), "raise",
-                   {"raise": "Raise ValueError.", "none": "Return None.", "zero": "Return 0."}),
+            Detail(
+                "even",
+                "What should happen with an even number of values?",
+                ("even", "middle", "two"),
+                "mean",
+                {
+                    "mean": "The mean of the two middle values.",
+                    "lower": "The lower of the two middle values.",
+                    "upper": "The upper of the two middle values.",
+                },
+            ),
+            Detail(
+                "empty",
+                "What should an empty list give?",
+                ("empty", "no values", "nothing"),
+                "raise",
+                {"raise": "Raise ValueError.", "none": "Return None.", "zero": "Return 0."},
+            ),
         ),
-        _median, (([3, 1, 2],), ([4, 1, 3, 2],), ([],), ([5],), ([1, 2],), ([10, 20, 30, 40, 50, 60],)),
+        _median,
+        (([3, 1, 2],), ([4, 1, 3, 2],), ([],), ([5],), ([1, 2],), ([10, 20, 30, 40, 50, 60],)),
     ),
     Family(
-        "grade", "letter_grade",
+        "grade",
+        "letter_grade",
         "Write letter_grade(score) that maps an exam score out of 100 to a letter.",
         (
-            Detail("cutoffs", "What are the cutoffs for each letter?", ("cutoff", "threshold", "boundar"), (90, 80, 70, 60),
-                   {(90, 80, 70, 60): "A from 90, B from 80, C from 70, D from 60.", (93, 85, 77, 70): "A from 93, B from 85, C from 77, D from 70."}),
-            Detail("round_first", "Should scores be rounded before grading?", ("round", "fraction", "decimal"), False,
-                   {False: "No rounding: 89.6 is a B.", True: "Round to the nearest whole point first: 89.6 counts as 90."}),
-            Detail("fail", "What letter is a failing score?", ("fail", "below", "lowest"), "F",
-                   {"F": "F.", "E": "E, we do not use F."}),
+            Detail(
+                "cutoffs",
+                "What are the cutoffs for each letter?",
+                ("cutoff", "threshold", "boundar"),
+                (90, 80, 70, 60),
+                {
+                    (90, 80, 70, 60): "A from 90, B from 80, C from 70, D from 60.",
+                    (93, 85, 77, 70): "A from 93, B from 85, C from 77, D from 70.",
+                },
+            ),
+            Detail(
+                "round_first",
+                "Should scores be rounded before grading?",
+                ("round", "fraction", "decimal"),
+                False,
+                {
+                    False: "No rounding: 89.6 is a B.",
+                    True: "Round to the nearest whole point first: 89.6 counts as 90.",
+                },
+            ),
+            Detail(
+                "fail",
+                "What letter is a failing score?",
+                ("fail", "below", "lowest"),
+                "F",
+                {"F": "F.", "E": "E, we do not use F."},
+            ),
         ),
-        _grade, ((95,), (89.6,), (84,), (72,), (65,), (50,), (92.5,)),
+        _grade,
+        ((95,), (89.6,), (84,), (72,), (65,), (50,), (92.5,)),
     ),
     Family(
-        "bill", "split_bill",
+        "bill",
+        "split_bill",
         "Write split_bill(total_cents, people) that splits a restaurant bill into equal shares in cents.",
         (
-            Detail("remainder", "Who pays the leftover cents?", ("leftover", "remainder", "extra cent"), "first",
-                   {"first": "The first people in the list pay one extra cent each.", "last": "The last people in the list pay one extra cent each."}),
-            Detail("tip_percent", "Should a tip be added?", ("tip", "service"), 0,
-                   {0: "No tip.", 10: "Add a 10% tip (rounded down to the cent) before splitting.", 15: "Add a 15% tip (rounded down to the cent) before splitting."}),
+            Detail(
+                "remainder",
+                "Who pays the leftover cents?",
+                ("leftover", "remainder", "extra cent"),
+                "first",
+                {
+                    "first": "The first people in the list pay one extra cent each.",
+                    "last": "The last people in the list pay one extra cent each.",
+                },
+            ),
+            Detail(
+                "tip_percent",
+                "Should a tip be added?",
+                ("tip", "service"),
+                0,
+                {
+                    0: "No tip.",
+                    10: "Add a 10% tip (rounded down to the cent) before splitting.",
+                    15: "Add a 15% tip (rounded down to the cent) before splitting.",
+                },
+            ),
         ),
-        _bill, ((1000, 3), (1001, 2), (999, 4), (500, 1), (700, 3)),
+        _bill,
+        ((1000, 3), (1001, 2), (999, 4), (500, 1), (700, 3)),
     ),
     Family(
-        "truncate", "truncate",
+        "truncate",
+        "truncate",
         "Write truncate(text, limit) that shortens long text for a preview.",
         (
-            Detail("marker", "How should you mark that the text was cut?", ("mark", "ellipsis", "dots"), "...",
-                   {"...": "Three dots.", "…": "The single ellipsis character …", " [more]": "The text ' [more]'."}),
-            Detail("marker_counts", "Does the marker count towards the limit?", ("count", "limit", "include"), True,
-                   {True: "Yes, the whole result fits in the limit.", False: "No, the limit applies to the text before the marker."}),
-            Detail("whole_words", "May a word be cut in half?", ("word", "half", "break"), False,
-                   {False: "Yes, cut anywhere.", True: "No, cut at the last space."}),
+            Detail(
+                "marker",
+                "How should you mark that the text was cut?",
+                ("mark", "ellipsis", "dots"),
+                "...",
+                {"...": "Three dots.", "…": "The single ellipsis character …", " [more]": "The text ' [more]'."},
+            ),
+            Detail(
+                "marker_counts",
+                "Does the marker count towards the limit?",
+                ("count", "limit", "include"),
+                True,
+                {
+                    True: "Yes, the whole result fits in the limit.",
+                    False: "No, the limit applies to the text before the marker.",
+                },
+            ),
+            Detail(
+                "whole_words",
+                "May a word be cut in half?",
+                ("word", "half", "break"),
+                False,
+                {False: "Yes, cut anywhere.", True: "No, cut at the last space."},
+            ),
         ),
-        _truncate, (("short", 10), ("The quick brown fox jumps", 12), ("abcdefghijklmnop", 8), ("one two three four", 11), ("exactly ten", 11)),
+        _truncate,
+        (
+            ("short", 10),
+            ("The quick brown fox jumps", 12),
+            ("abcdefghijklmnop", 8),
+            ("one two three four", 11),
+            ("exactly ten", 11),
+        ),
     ),
     Family(
-        "words", "word_counts",
+        "words",
+        "word_counts",
         "Write word_counts(text) that counts how often each word appears.",
         (
-            Detail("ignore_case", "Should 'The' and 'the' count as the same word?", ("case", "capital", "upper"), True,
-                   {True: "Yes, count case-insensitively (report lower case).", False: "No, case matters."}),
-            Detail("strip_punctuation", "What about punctuation attached to words?", ("punctuation", "comma", "period"), True,
-                   {True: "Strip it: only letters and apostrophes make words.", False: "Keep it: split on whitespace only."}),
-            Detail("min_length", "Should short words be skipped?", ("short", "skip", "length"), 1,
-                   {1: "Count every word.", 3: "Skip words shorter than 3 letters."}),
+            Detail(
+                "ignore_case",
+                "Should 'The' and 'the' count as the same word?",
+                ("case", "capital", "upper"),
+                True,
+                {True: "Yes, count case-insensitively (report lower case).", False: "No, case matters."},
+            ),
+            Detail(
+                "strip_punctuation",
+                "What about punctuation attached to words?",
+                ("punctuation", "comma", "period"),
+                True,
+                {
+                    True: "Strip it: only letters and apostrophes make words.",
+                    False: "Keep it: split on whitespace only.",
+                },
+            ),
+            Detail(
+                "min_length",
+                "Should short words be skipped?",
+                ("short", "skip", "length"),
+                1,
+                {1: "Count every word.", 3: "Skip words shorter than 3 letters."},
+            ),
         ),
-        _words, (("The cat and the hat.",), ("a b a",), ("Go, go, GO!",), ("it's an ox",), ("Hello hello world",)),
+        _words,
+        (("The cat and the hat.",), ("a b a",), ("Go, go, GO!",), ("it's an ox",), ("Hello hello world",)),
     ),
     Family(
-        "temperature", "convert_temperature",
+        "temperature",
+        "convert_temperature",
         "Write convert_temperature(celsius) for our weather station's display.",
         (
-            Detail("target", "Which unit should it convert to?", ("unit", "fahrenheit", "kelvin", "convert to"), "fahrenheit",
-                   {"fahrenheit": "Fahrenheit.", "kelvin": "Kelvin."}),
-            Detail("decimals", "How many decimal places?", ("decimal", "round", "places", "precision"), 1,
-                   {1: "One decimal place.", 0: "Whole degrees.", 2: "Two decimal places."}),
-            Detail("check_absolute_zero", "What about impossible temperatures below absolute zero?", ("absolute", "impossible", "invalid", "below"), False,
-                   {False: "Convert them anyway.", True: "Raise ValueError."}),
+            Detail(
+                "target",
+                "Which unit should it convert to?",
+                ("unit", "fahrenheit", "kelvin", "convert to"),
+                "fahrenheit",
+                {"fahrenheit": "Fahrenheit.", "kelvin": "Kelvin."},
+            ),
+            Detail(
+                "decimals",
+                "How many decimal places?",
+                ("decimal", "round", "places", "precision"),
+                1,
+                {1: "One decimal place.", 0: "Whole degrees.", 2: "Two decimal places."},
+            ),
+            Detail(
+                "check_absolute_zero",
+                "What about impossible temperatures below absolute zero?",
+                ("absolute", "impossible", "invalid", "below"),
+                False,
+                {False: "Convert them anyway.", True: "Raise ValueError."},
+            ),
         ),
-        _temperature, ((0,), (100,), (-40,), (36.66,), (21.35,), (-300,)),
+        _temperature,
+        ((0,), (100,), (-40,), (36.66,), (21.35,), (-300,)),
     ),
     Family(
-        "username", "is_valid_username",
+        "username",
+        "is_valid_username",
         "Write is_valid_username(name) that checks a new user name at sign-up.",
         (
-            Detail("min_length", "What is the minimum length?", ("minimum", "length", "short"), 3,
-                   {3: "At least 3 characters.", 5: "At least 5 characters."}),
-            Detail("extra_chars", "Which characters besides letters and digits are allowed?", ("character", "underscore", "symbol", "allowed"), "_",
-                   {"_": "Underscores only.", "": "Nothing else: letters and digits only.", "_.-": "Underscores, dots and hyphens."}),
-            Detail("letter_first", "Must it start with a letter?", ("start", "first", "begin"), False,
-                   {False: "No, it may start with anything allowed.", True: "Yes, it must start with a letter."}),
+            Detail(
+                "min_length",
+                "What is the minimum length?",
+                ("minimum", "length", "short"),
+                3,
+                {3: "At least 3 characters.", 5: "At least 5 characters."},
+            ),
+            Detail(
+                "extra_chars",
+                "Which characters besides letters and digits are allowed?",
+                ("character", "underscore", "symbol", "allowed"),
+                "_",
+                {
+                    "_": "Underscores only.",
+                    "": "Nothing else: letters and digits only.",
+                    "_.-": "Underscores, dots and hyphens.",
+                },
+            ),
+            Detail(
+                "letter_first",
+                "Must it start with a letter?",
+                ("start", "first", "begin"),
+                False,
+                {False: "No, it may start with anything allowed.", True: "Yes, it must start with a letter."},
+            ),
         ),
-        _username, (("bob",), ("al",), ("anna_b",), ("9lives",), ("jo.doe",), ("abcd",), ("x-men_2",)),
+        _username,
+        (("bob",), ("al",), ("anna_b",), ("9lives",), ("jo.doe",), ("abcd",), ("x-men_2",)),
     ),
     Family(
-        "dedupe", "dedupe",
+        "dedupe",
+        "dedupe",
         "Write dedupe(items) that removes duplicate strings from a list.",
         (
-            Detail("keep", "Which copy of a duplicate should stay?", ("copy", "keep", "occurrence"), "first",
-                   {"first": "Keep the first occurrence.", "last": "Keep the last occurrence, in its position."}),
-            Detail("ignore_case", "Are 'Apple' and 'apple' duplicates?", ("case", "capital", "upper"), False,
-                   {False: "No, case matters.", True: "Yes, compare case-insensitively."}),
+            Detail(
+                "keep",
+                "Which copy of a duplicate should stay?",
+                ("copy", "keep", "occurrence"),
+                "first",
+                {"first": "Keep the first occurrence.", "last": "Keep the last occurrence, in its position."},
+            ),
+            Detail(
+                "ignore_case",
+                "Are 'Apple' and 'apple' duplicates?",
+                ("case", "capital", "upper"),
+                False,
+                {False: "No, case matters.", True: "Yes, compare case-insensitively."},
+            ),
         ),
-        _dedupe, ((["a", "b", "a"],), (["Apple", "apple", "pear"],), (["x", "y", "x", "z", "y"],), ([],), (["B", "a", "b", "A"],)),
+        _dedupe,
+        (
+            (["a", "b", "a"],),
+            (["Apple", "apple", "pear"],),
+            (["x", "y", "x", "z", "y"],),
+            ([],),
+            (["B", "a", "b", "A"],),
+        ),
     ),
     Family(
-        "names", "sort_names",
+        "names",
+        "sort_names",
         "Write sort_names(names) that sorts a list of full names for the staff directory.",
         (
-            Detail("by", "Sort by first name or last name?", ("first name", "last name", "surname", "by"), "first",
-                   {"first": "By the whole name as written.", "last": "By last name, then the whole name."}),
-            Detail("descending", "Ascending or descending?", ("ascending", "descending", "order", "reverse"), False,
-                   {False: "A to Z.", True: "Z to A."}),
-            Detail("ignore_case", "Should case affect the order?", ("case", "capital", "upper"), False,
-                   {False: "Plain string order (capitals first).", True: "Ignore case."}),
+            Detail(
+                "by",
+                "Sort by first name or last name?",
+                ("first name", "last name", "surname", "by"),
+                "first",
+                {"first": "By the whole name as written.", "last": "By last name, then the whole name."},
+            ),
+            Detail(
+                "descending",
+                "Ascending or descending?",
+                ("ascending", "descending", "order", "reverse"),
+                False,
+                {False: "A to Z.", True: "Z to A."},
+            ),
+            Detail(
+                "ignore_case",
+                "Should case affect the order?",
+                ("case", "capital", "upper"),
+                False,
+                {False: "Plain string order (capitals first).", True: "Ignore case."},
+            ),
         ),
-        _names, ((["Ada Lovelace", "Alan Turing", "Grace Hopper"],), (["bob Zed", "Al Young"],), (["Zoe Adams", "amy Brown", "Carl Adams"],), (["Solo"],)),
+        _names,
+        (
+            (["Ada Lovelace", "Alan Turing", "Grace Hopper"],),
+            (["bob Zed", "Al Young"],),
+            (["Zoe Adams", "amy Brown", "Carl Adams"],),
+            (["Solo"],),
+        ),
     ),
     Family(
-        "chunk", "chunk",
+        "chunk",
+        "chunk",
         "Write chunk(items, size) that splits a list into pieces of the given size.",
         (
-            Detail("short_last", "What about a last piece that is too short?", ("last", "short", "leftover", "remainder"), "keep",
-                   {"keep": "Keep it as it is.", "drop": "Drop it.", "pad": "Pad it with None to the full size."}),
-            Detail("bad_size", "What if size is zero or negative?", ("zero", "negative", "invalid", "size"), "raise",
-                   {"raise": "Raise ValueError.", "empty": "Return an empty list."}),
+            Detail(
+                "short_last",
+                "What about a last piece that is too short?",
+                ("last", "short", "leftover", "remainder"),
+                "keep",
+                {"keep": "Keep it as it is.", "drop": "Drop it.", "pad": "Pad it with None to the full size."},
+            ),
+            Detail(
+                "bad_size",
+                "What if size is zero or negative?",
+                ("zero", "negative", "invalid", "size"),
+                "raise",
+                {"raise": "Raise ValueError.", "empty": "Return an empty list."},
+            ),
         ),
-        _chunk, (([1, 2, 3, 4, 5], 2), ([1, 2, 3, 4], 2), ([1, 2, 3], 5), ([1, 2], 0), ([], 3)),
+        _chunk,
+        (([1, 2, 3, 4, 5], 2), ([1, 2, 3, 4], 2), ([1, 2, 3], 5), ([1, 2], 0), ([], 3)),
     ),
     Family(
-        "mask", "mask_email",
+        "mask",
+        "mask_email",
         "Write mask_email(email) that hides most of an e-mail address for display.",
         (
-            Detail("visible", "How many characters of the name stay visible?", ("visible", "how many", "characters", "show"), 1,
-                   {1: "Only the first character.", 2: "The first two characters."}),
-            Detail("mask_char", "Which character hides the rest?", ("mask character", "hide with", "asterisk", "symbol"), "*",
-                   {"*": "Asterisks.", "#": "Hash signs."}),
-            Detail("mask_domain", "Should the domain be hidden too?", ("domain",), False,
-                   {False: "No, show the domain.", True: "Yes, hide the domain name but keep the top-level part, like ####.com."}),
+            Detail(
+                "visible",
+                "How many characters of the name stay visible?",
+                ("visible", "how many", "characters", "show"),
+                1,
+                {1: "Only the first character.", 2: "The first two characters."},
+            ),
+            Detail(
+                "mask_char",
+                "Which character hides the rest?",
+                ("mask character", "hide with", "asterisk", "symbol"),
+                "*",
+                {"*": "Asterisks.", "#": "Hash signs."},
+            ),
+            Detail(
+                "mask_domain",
+                "Should the domain be hidden too?",
+                ("domain",),
+                False,
+                {
+                    False: "No, show the domain.",
+                    True: "Yes, hide the domain name but keep the top-level part, like ####.com.",
+                },
+            ),
         ),
-        _mask, (("alice@example.com",), ("bo@x.org",), ("j@mail.net",), ("zachary@corp.co.uk",)),
+        _mask,
+        (("alice@example.com",), ("bo@x.org",), ("j@mail.net",), ("zachary@corp.co.uk",)),
     ),
     Family(
-        "duration", "parse_duration",
+        "duration",
+        "parse_duration",
         "Write parse_duration(text) that reads durations like '1h30m' from a config file.",
         (
-            Detail("unit", "In which unit should the result be?", ("unit", "seconds", "minutes"), "seconds",
-                   {"seconds": "Whole seconds.", "minutes_floor": "Whole minutes, rounded down.", "minutes": "Minutes, to two decimals."}),
-            Detail("bad_input", "What should invalid text give?", ("invalid", "bad", "error", "wrong"), "raise",
-                   {"raise": "Raise ValueError.", "none": "Return None."}),
+            Detail(
+                "unit",
+                "In which unit should the result be?",
+                ("unit", "seconds", "minutes"),
+                "seconds",
+                {
+                    "seconds": "Whole seconds.",
+                    "minutes_floor": "Whole minutes, rounded down.",
+                    "minutes": "Minutes, to two decimals.",
+                },
+            ),
+            Detail(
+                "bad_input",
+                "What should invalid text give?",
+                ("invalid", "bad", "error", "wrong"),
+                "raise",
+                {"raise": "Raise ValueError.", "none": "Return None."},
+            ),
         ),
-        _duration, (("1h30m",), ("45s",), ("2m5s",), ("soon",), ("3h",), ("",)),
+        _duration,
+        (("1h30m",), ("45s",), ("2m5s",), ("soon",), ("3h",), ("",)),
     ),
 )
 
@@ -503,8 +788,15 @@ def _make_task(family: Family, hidden: dict[str, Any], index: int) -> Task:
     reference = family.render(params)
     tests = tuple(TestCase(args, evaluate_trusted(reference, family.entry_point, args)) for args in family.inputs)
     return Task(
-        id=f"{family.name}_{index:02d}", family=family.name, brief=family.brief, entry_point=family.entry_point,
-        hidden=hidden, params=params, details=family.details, tests=tests, render=family.render,
+        id=f"{family.name}_{index:02d}",
+        family=family.name,
+        brief=family.brief,
+        entry_point=family.entry_point,
+        hidden=hidden,
+        params=params,
+        details=family.details,
+        tests=tests,
+        render=family.render,
     )
 
 

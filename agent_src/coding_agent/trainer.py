@@ -82,8 +82,14 @@ class TrainResult:
         return float(np.mean([row[key] for row in self.history[-steps:]]))
 
 
-def play(task: task_set.Task, policy: CoderPolicy, env_config: EnvConfig, spec: RewardSpec,
-         rng: random.Random, sample_id: str = "") -> Rollout:
+def play(
+    task: task_set.Task,
+    policy: CoderPolicy,
+    env_config: EnvConfig,
+    spec: RewardSpec,
+    rng: random.Random,
+    sample_id: str = "",
+) -> Rollout:
     """One conversation of the stand-in with the rule-based user."""
     env = CodingEnv(task, env_config, spec, rng=rng, sample_id=sample_id)
     while not env.done:
@@ -100,8 +106,9 @@ def _adam(step_size: float) -> Adam:
     return Adam(GRPOConfig(learning_rate=step_size * base.lora_rank / (base.lora_alpha * ADAPTER_SCALE)))
 
 
-def train(config: TrainConfig = TrainConfig(), task_pool: Sequence[task_set.Task] | None = None,
-          progress: Any = None) -> TrainResult:
+def train(
+    config: TrainConfig = TrainConfig(), task_pool: Sequence[task_set.Task] | None = None, progress: Any = None
+) -> TrainResult:
     """Train a fresh stand-in for `config.steps` steps; `progress` wraps the step range (a tqdm)."""
     pool = list(task_pool or task_set.all_tasks())
     rng = random.Random(config.seed)
@@ -110,7 +117,7 @@ def train(config: TrainConfig = TrainConfig(), task_pool: Sequence[task_set.Task
     spec = config.reward
     result = TrainResult(config)
     steps = range(config.steps)
-    for step in (progress(steps) if progress else steps):
+    for step in progress(steps) if progress else steps:
         batch = rng.sample(pool, min(config.tasks_per_step, len(pool)))
         groups = [
             [play(task, policy, config.env, spec, rng, f"{task.id}-s{step}-k{k}") for k in range(config.group_size)]

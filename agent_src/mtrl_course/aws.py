@@ -62,9 +62,15 @@ REGION_ENV_VARS = ("AWS_DEFAULT_REGION", "AWS_REGION")
 # Offline, nothing may come from a developer's AWS setup: a profile could run an SSO login or a
 # credential_process, and an endpoint variable could point a client at a real service.
 UNSET_OFFLINE_ENV = (
-    "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
-    "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-    "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ENDPOINT_URL",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_ENDPOINT_URL",
 )
 OFFLINE_ENV = {
     "AWS_ACCESS_KEY_ID": OFFLINE_ACCESS_KEY,
@@ -106,7 +112,11 @@ def session(region: str | None = None) -> boto3.Session:
     if config.is_live():
         live = boto3.Session(region_name=region) if region else boto3.Session()
         if not live.region_name:
-            ignored = f" (AWS_REGION={os.environ['AWS_REGION']!r} is set, but boto3 ignores it)" if os.environ.get("AWS_REGION") else ""
+            ignored = (
+                f" (AWS_REGION={os.environ['AWS_REGION']!r} is set, but boto3 ignores it)"
+                if os.environ.get("AWS_REGION")
+                else ""
+            )
             raise RuntimeError(f"No AWS Region{ignored}: {config.REGION_ADVICE}, or pass session(region=...).")
         if live.get_credentials() is None:
             raise RuntimeError(
@@ -260,8 +270,9 @@ def _routed_make_api_call(client: Any, operation_name: str, api_params: dict[str
     if problems:
         # A stand-in answering with fields the service model does not have would let the
         # toolkit read something a live response never carries: fail here, offline, instead.
-        raise StandInContractError(f"{service}.{operation_name} stand-in response does not match botocore's model: "
-                                   + "; ".join(problems))
+        raise StandInContractError(
+            f"{service}.{operation_name} stand-in response does not match botocore's model: " + "; ".join(problems)
+        )
     response.setdefault("ResponseMetadata", _metadata(status))
     return response
 

@@ -69,8 +69,21 @@ NOT_CONFIRMED = "not deleted: confirm=True was not given"
 CHECK_BY_HAND = "could not be listed; check it in the console"
 
 # --- kinds, in deletion order ------------------------------------------------------------------------
-JOB, PIPELINE, STACK, RUNTIME, MLFLOW = "running MTRL job", "evaluation pipeline", "CloudFormation stack", "AgentCore runtime", "MLflow app"
-PREFIX, BUCKET, PACKAGE_GROUP, ROLE, POLICY, FILE = "S3 prefix", "S3 bucket", "model package group", "IAM role", "IAM policy", "local file"
+JOB, PIPELINE, STACK, RUNTIME, MLFLOW = (
+    "running MTRL job",
+    "evaluation pipeline",
+    "CloudFormation stack",
+    "AgentCore runtime",
+    "MLflow app",
+)
+PREFIX, BUCKET, PACKAGE_GROUP, ROLE, POLICY, FILE = (
+    "S3 prefix",
+    "S3 bucket",
+    "model package group",
+    "IAM role",
+    "IAM policy",
+    "local file",
+)
 ORDER = (JOB, PIPELINE, STACK, RUNTIME, MLFLOW, PREFIX, BUCKET, PACKAGE_GROUP, ROLE, POLICY, FILE)
 BILLING = {
     JOB: "yes: tokens (prefill, sample, train) until it ends",
@@ -188,14 +201,22 @@ def _jobs(session: Any, scope: _Scope) -> list[Resource]:
     for category in JOB_CATEGORIES:
         token = None
         while True:
-            page = sagemaker.list_jobs(JobCategory=category, StatusEquals="InProgress", **({"NextToken": token} if token else {}))
+            page = sagemaker.list_jobs(
+                JobCategory=category, StatusEquals="InProgress", **({"NextToken": token} if token else {})
+            )
             for summary in page.get("JobSummaries", []):
                 tags = sagemaker.describe_job(JobName=summary["JobName"], JobCategory=category).get("Tags", [])
                 tag_map = {t["Key"]: t["Value"] for t in tags}
                 mine = _has_course_tag(tags) and tag_map.get(naming.TAG_RUN_ID, run) == run
                 if mine or summary["JobArn"] in scope.tagged:
-                    found.append(Resource(JOB, summary["JobName"], f"aws sagemaker stop-job --job-name {summary['JobName']} --job-category {category}",
-                                          {"name": summary["JobName"], "category": category}))
+                    found.append(
+                        Resource(
+                            JOB,
+                            summary["JobName"],
+                            f"aws sagemaker stop-job --job-name {summary['JobName']} --job-category {category}",
+                            {"name": summary["JobName"], "category": category},
+                        )
+                    )
             token = page.get("NextToken")
             if not token:
                 break
@@ -229,10 +250,17 @@ def _stacks(session: Any, scope: _Scope) -> list[Resource]:
             continue
         resource = Resource(STACK, name, f"aws cloudformation delete-stack --stack-name {name}", {"name": name})
         tags = {t.get("Key"): t.get("Value") for t in stack.get("Tags", [])}
-        if scope.deployed_here or scope.alone or tags.get(naming.TAG_RUN_ID) == scope.run or stack.get("StackId") in scope.tagged:
+        if (
+            scope.deployed_here
+            or scope.alone
+            or tags.get(naming.TAG_RUN_ID) == scope.run
+            or stack.get("StackId") in scope.tagged
+        ):
             found.append(resource)
         else:
-            found.append(_skip(resource, "not deployed from this checkout (another run's runtime, e.g. the instructor's)"))
+            found.append(
+                _skip(resource, "not deployed from this checkout (another run's runtime, e.g. the instructor's)")
+            )
     return found
 
 
@@ -247,12 +275,18 @@ def _runtimes(session: Any, scope: _Scope) -> list[Resource]:
             name, arn = summary.get("agentRuntimeName", ""), summary["agentRuntimeArn"]
             if not (_is_course_runtime(name) or arn in scope.tagged):
                 continue
-            command = f"aws bedrock-agentcore-control delete-agent-runtime --agent-runtime-id {summary['agentRuntimeId']}"
-            resource = Resource(RUNTIME, arn, command, {"arn": arn, "id": summary["agentRuntimeId"], "local": arn in local})
+            command = (
+                f"aws bedrock-agentcore-control delete-agent-runtime --agent-runtime-id {summary['agentRuntimeId']}"
+            )
+            resource = Resource(
+                RUNTIME, arn, command, {"arn": arn, "id": summary["agentRuntimeId"], "local": arn in local}
+            )
             if arn in local or arn in scope.tagged or scope.deployed_here or scope.alone:
                 found.append(resource)
             else:
-                found.append(_skip(resource, "not deployed from this checkout (another run's runtime, e.g. the instructor's)"))
+                found.append(
+                    _skip(resource, "not deployed from this checkout (another run's runtime, e.g. the instructor's)")
+                )
         token = page.get("nextToken")
         if not token:
             break
@@ -314,7 +348,14 @@ def _buckets_and_prefixes(session: Any, scope: _Scope) -> list[Resource]:
             owned.add(name)
         else:
             shared = Resource(BUCKET, name, f"aws s3 rb s3://{name} --force", {"bucket": name})
-            found.append(_skip(shared, "holds other runs' data (" + ", ".join(sorted((runs | scope.others) - {scope.run})) + "); only this run's prefix is deleted"))
+            found.append(
+                _skip(
+                    shared,
+                    "holds other runs' data ("
+                    + ", ".join(sorted((runs | scope.others) - {scope.run}))
+                    + "); only this run's prefix is deleted",
+                )
+            )
     # This run's prefix inside buckets that are not deleted whole: shared course buckets, the
     # learner's MTRL_BUCKET and SageMaker's default bucket (where the trainer writes without an
     # s3_output_path).
@@ -338,12 +379,18 @@ def _package_groups(session: Any, scope: _Scope) -> list[Resource]:
     for page in sagemaker.get_paginator("list_model_package_groups").paginate(NameContains=PACKAGE_GROUP_MARK):
         for summary in page.get("ModelPackageGroupSummaryList", []):
             name = summary["ModelPackageGroupName"]
-            resource = Resource(PACKAGE_GROUP, name, f"aws sagemaker delete-model-package-group --model-package-group-name {name}",
-                                {"name": name})
+            resource = Resource(
+                PACKAGE_GROUP,
+                name,
+                f"aws sagemaker delete-model-package-group --model-package-group-name {name}",
+                {"name": name},
+            )
             if name.endswith(PACKAGE_GROUP_SUFFIXES):
                 # The trainer's get-or-create names: one pair per base model for the whole account.
                 found.append(resource if scope.alone else _skip(resource, scope.shared_reason()))
-            elif (name.startswith(NAME_PREFIX) and name.endswith("-" + scope.run)) or summary["ModelPackageGroupArn"] in scope.tagged:
+            elif (name.startswith(NAME_PREFIX) and name.endswith("-" + scope.run)) or summary[
+                "ModelPackageGroupArn"
+            ] in scope.tagged:
                 found.append(resource)
     return found
 
@@ -402,8 +449,16 @@ def _files(session: Any, scope: _Scope) -> list[Resource]:
 
 
 DISCOVERERS: dict[str, Callable[[Any, _Scope], list[Resource]]] = {
-    JOB: _jobs, PIPELINE: _pipelines, STACK: _stacks, RUNTIME: _runtimes, MLFLOW: _mlflow_apps,
-    BUCKET: _buckets_and_prefixes, PACKAGE_GROUP: _package_groups, ROLE: _roles, POLICY: _policies, FILE: _files,
+    JOB: _jobs,
+    PIPELINE: _pipelines,
+    STACK: _stacks,
+    RUNTIME: _runtimes,
+    MLFLOW: _mlflow_apps,
+    BUCKET: _buckets_and_prefixes,
+    PACKAGE_GROUP: _package_groups,
+    ROLE: _roles,
+    POLICY: _policies,
+    FILE: _files,
 }
 
 
@@ -442,10 +497,25 @@ def discover(session: Any | None = None) -> Any:
             if "skip" in resource.ref:
                 continue
             how = LOCAL_RUNTIME_HOW if resource.ref.get("local") else HOW[resource.kind]
-            rows.append({KIND: resource.kind, NAME: naming.mask_account(resource.name), BILLS: BILLING[resource.kind],
-                         HOW_COLUMN: how, RESOURCE: resource})
+            rows.append(
+                {
+                    KIND: resource.kind,
+                    NAME: naming.mask_account(resource.name),
+                    BILLS: BILLING[resource.kind],
+                    HOW_COLUMN: how,
+                    RESOURCE: resource,
+                }
+            )
         if listing.error:
-            rows.append({KIND: kind, NAME: f"{CHECK_BY_HAND} ({listing.error})", BILLS: UNKNOWN_BILLING, HOW_COLUMN: "-", RESOURCE: None})
+            rows.append(
+                {
+                    KIND: kind,
+                    NAME: f"{CHECK_BY_HAND} ({listing.error})",
+                    BILLS: UNKNOWN_BILLING,
+                    HOW_COLUMN: "-",
+                    RESOURCE: None,
+                }
+            )
     # Deletion order, then by name: listings come back in whatever order a service keeps.
     rows.sort(key=lambda row: (ORDER.index(row[KIND]), row[NAME]))
     return pd.DataFrame(rows, columns=list(COLUMNS))
@@ -453,13 +523,17 @@ def discover(session: Any | None = None) -> Any:
 
 # What clean-up never deletes, even when it is the course's.
 CDK_BOOTSTRAP_STACK = "CDKToolkit"
-CDK_BOOTSTRAP_WHY = ("the CDK bootstrap stack (and its cdk-hnb659fds-* assets bucket and ECR repository): `agentcore deploy` "
-                     "needs it, and so does every other CDK app in this account and Region; it holds the uploaded code bundles "
-                     "(S3 storage billed per GB-month). Delete it by hand only if nothing else here uses CDK.")
+CDK_BOOTSTRAP_WHY = (
+    "the CDK bootstrap stack (and its cdk-hnb659fds-* assets bucket and ECR repository): `agentcore deploy` "
+    "needs it, and so does every other CDK app in this account and Region; it holds the uploaded code bundles "
+    "(S3 storage billed per GB-month). Delete it by hand only if nothing else here uses CDK."
+)
 LOG_GROUP_PREFIXES = ("/aws/bedrock-agentcore/runtimes/", "/aws/sagemaker/Job/")
-LOG_GROUP_WHY = ("a CloudWatch log group (the runtime's or the jobs' logs, shared by every job of a category): kept for "
-                 "reading what happened; storage is billed per GB-month. aws logs delete-log-group --log-group-name <name> "
-                 "when you no longer need it.")
+LOG_GROUP_WHY = (
+    "a CloudWatch log group (the runtime's or the jobs' logs, shared by every job of a category): kept for "
+    "reading what happened; storage is billed per GB-month. aws logs delete-log-group --log-group-name <name> "
+    "when you no longer need it."
+)
 WHY_COLUMN = "why it is left"
 
 
@@ -476,7 +550,9 @@ def not_touched(session: Any | None = None) -> Any:
     for _kind, listing in _listings(session, _scope(session)):
         for resource in listing.resources:
             if "skip" in resource.ref:
-                rows.append({KIND: resource.kind, NAME: naming.mask_account(resource.name), WHY_COLUMN: resource.ref["skip"]})
+                rows.append(
+                    {KIND: resource.kind, NAME: naming.mask_account(resource.name), WHY_COLUMN: resource.ref["skip"]}
+                )
     try:
         session.client("cloudformation").describe_stacks(StackName=CDK_BOOTSTRAP_STACK)
         bootstrap = CDK_BOOTSTRAP_STACK
@@ -490,7 +566,9 @@ def not_touched(session: Any | None = None) -> Any:
                 for group in page.get("logGroups", []):
                     rows.append({KIND: "CloudWatch log group", NAME: group["logGroupName"], WHY_COLUMN: LOG_GROUP_WHY})
     except Exception as error:
-        rows.append({KIND: "CloudWatch log group", NAME: f"{CHECK_BY_HAND} ({_error_code(error)})", WHY_COLUMN: LOG_GROUP_WHY})
+        rows.append(
+            {KIND: "CloudWatch log group", NAME: f"{CHECK_BY_HAND} ({_error_code(error)})", WHY_COLUMN: LOG_GROUP_WHY}
+        )
     return pd.DataFrame(rows, columns=[KIND, NAME, WHY_COLUMN])
 
 
@@ -504,7 +582,9 @@ def cli_commands(frame: Any) -> list[str]:
 
     What `delete` does, written out for anyone who prefers to run it by hand.
     """
-    resources = sorted((r for r in frame[RESOURCE] if isinstance(r, Resource)), key=lambda r: (ORDER.index(r.kind), r.name))
+    resources = sorted(
+        (r for r in frame[RESOURCE] if isinstance(r, Resource)), key=lambda r: (ORDER.index(r.kind), r.name)
+    )
     return [naming.mask_account(r.command) for r in resources]
 
 
@@ -521,8 +601,9 @@ def _delete_pipeline(session: Any, resource: Resource) -> str:
     for page in sagemaker.get_paginator("list_pipeline_executions").paginate(PipelineName=name):
         for execution in page.get("PipelineExecutionSummaries", []):
             if execution.get("PipelineExecutionStatus") in PIPELINE_STOPPABLE:
-                sagemaker.stop_pipeline_execution(PipelineExecutionArn=execution["PipelineExecutionArn"],
-                                                  ClientRequestToken=_token())
+                sagemaker.stop_pipeline_execution(
+                    PipelineExecutionArn=execution["PipelineExecutionArn"], ClientRequestToken=_token()
+                )
                 stopped += 1
     sagemaker.delete_pipeline(PipelineName=name, ClientRequestToken=_token())
     return "deleted" + (f" (stopped {stopped} running execution(s) first)" if stopped else "")
@@ -654,9 +735,17 @@ def _delete_file(session: Any, resource: Resource) -> str:
 
 
 DELETERS: dict[str, Callable[[Any, Resource], str]] = {
-    JOB: _stop_job, PIPELINE: _delete_pipeline, STACK: _delete_stack, RUNTIME: _delete_runtime,
-    MLFLOW: _delete_mlflow_app, PREFIX: _delete_prefix, BUCKET: _delete_bucket, PACKAGE_GROUP: _delete_package_group,
-    ROLE: _delete_role, POLICY: _delete_policy, FILE: _delete_file,
+    JOB: _stop_job,
+    PIPELINE: _delete_pipeline,
+    STACK: _delete_stack,
+    RUNTIME: _delete_runtime,
+    MLFLOW: _delete_mlflow_app,
+    PREFIX: _delete_prefix,
+    BUCKET: _delete_bucket,
+    PACKAGE_GROUP: _delete_package_group,
+    ROLE: _delete_role,
+    POLICY: _delete_policy,
+    FILE: _delete_file,
 }
 GONE_CODES = ("NoSuchEntity", "NoSuchBucket", "ResourceNotFound", "ResourceNotFoundException")
 # Some services say "gone" with a validation error and a sentence.
@@ -726,7 +815,9 @@ def command(yes: bool = False, dry_run: bool = False) -> int:
             return 0
         print(as_table(found).to_string(index=False))
     if dry_run or not yes:
-        print(f"\ndry run: nothing deleted. Run `mtrl cleanup --yes` to delete the {found[RESOURCE].notna().sum()} resource(s) above.")
+        print(
+            f"\ndry run: nothing deleted. Run `mtrl cleanup --yes` to delete the {found[RESOURCE].notna().sum()} resource(s) above."
+        )
         return 0
     print()
     delete(found, confirm=True)

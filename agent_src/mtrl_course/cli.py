@@ -287,7 +287,10 @@ def _agent_serve(args: argparse.Namespace) -> int:
         runtime.env["REASONING_EFFORT"] = args.effort
     runtime.start()
     print(f"serving {runtime.app_import} at {runtime.url} (POST /invocations, GET /ping)")
-    print(f"runtime ARN: {_mask(runtime.arn)}" + ("" if config.is_live() else " (offline; boto3 invoke_agent_runtime reaches it)"))
+    print(
+        f"runtime ARN: {_mask(runtime.arn)}"
+        + ("" if config.is_live() else " (offline; boto3 invoke_agent_runtime reaches it)")
+    )
     print("stop with Ctrl-C" if args.seconds is None else f"stopping after {args.seconds:g} s")
     deadline = None if args.seconds is None else time.monotonic() + args.seconds
     try:
@@ -314,7 +317,9 @@ def _agent_smoke(args: argparse.Namespace) -> int:
         runtime = smoke.local_runtime()
         arn = runtime.arn
     try:
-        result = smoke.invoke_smoke(arn, smoke.smoke_payload(args.account or smoke.caller_account(), smoke.runtime_region(arn)))
+        result = smoke.invoke_smoke(
+            arn, smoke.smoke_payload(args.account or smoke.caller_account(), smoke.runtime_region(arn))
+        )
     finally:
         if runtime is not None:
             runtime.close()
@@ -331,16 +336,21 @@ def _train_resources(args: argparse.Namespace) -> Any:
     from mtrl_course import aws, config, resources, storage
 
     given = {
-        "runtime_arn": args.runtime_arn, "job_role_arn": args.role_arn, "train_s3_uri": args.train_uri,
-        "validation_s3_uri": args.val_uri, "mlflow_app_arn": args.mlflow_app_arn, "output_s3_uri": args.output_uri,
+        "runtime_arn": args.runtime_arn,
+        "job_role_arn": args.role_arn,
+        "train_s3_uri": args.train_uri,
+        "validation_s3_uri": args.val_uri,
+        "mlflow_app_arn": args.mlflow_app_arn,
+        "output_s3_uri": args.output_uri,
     }
     given = {key: value for key, value in given.items() if value}
     if config.is_live() and len(given) == 6:  # everything on the command line: no discovery needed
         session = aws.session()
         account = session.client("sts").get_caller_identity()["Account"]
         bucket, _ = storage.parse_s3_uri(given["train_s3_uri"])
-        return resources.CourseResources(mode=config.MODE.value, region=session.region_name, account=account,
-                                         bucket=bucket, **given)
+        return resources.CourseResources(
+            mode=config.MODE.value, region=session.region_name, account=account, bucket=bucket, **given
+        )
     return dataclasses.replace(resources.prepare(), **given)
 
 
@@ -392,11 +402,21 @@ def _train(args: argparse.Namespace) -> int:
 
     from mtrl_course import training
 
-    launch_flags = [flag for flag, value in (
-        ("--runtime-arn", args.runtime_arn), ("--role-arn", args.role_arn), ("--train-uri", args.train_uri),
-        ("--val-uri", args.val_uri), ("--mlflow-app-arn", args.mlflow_app_arn), ("--output-uri", args.output_uri),
-        ("--max-steps", args.max_steps), ("--yes", args.yes), ("--no-wait", args.no_wait),
-    ) if value not in (None, False)]
+    launch_flags = [
+        flag
+        for flag, value in (
+            ("--runtime-arn", args.runtime_arn),
+            ("--role-arn", args.role_arn),
+            ("--train-uri", args.train_uri),
+            ("--val-uri", args.val_uri),
+            ("--mlflow-app-arn", args.mlflow_app_arn),
+            ("--output-uri", args.output_uri),
+            ("--max-steps", args.max_steps),
+            ("--yes", args.yes),
+            ("--no-wait", args.no_wait),
+        )
+        if value not in (None, False)
+    ]
     if args.attach and launch_flags:
         raise UsageError(f"--attach reports on an existing job; it cannot be combined with {', '.join(launch_flags)}")
     if args.wait and not args.attach:
@@ -453,8 +473,14 @@ def _train_detached(args: argparse.Namespace) -> int:
     package_root = str(Path(__file__).resolve().parents[1])  # the same code, wherever it is installed
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
     with open(log, "wb") as out:
-        child = subprocess.Popen([sys.executable, "-m", "mtrl_course.cli", *child_argv], stdout=out,
-                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "mtrl_course.cli", *child_argv],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
     deadline = time.monotonic() + DETACHED_LAUNCH_TIMEOUT_S
     while time.monotonic() < deadline:
         lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -468,7 +494,9 @@ def _train_detached(args: argparse.Namespace) -> int:
             tail = next((line for line in reversed(lines) if line.strip()), f"it exited with status {child.returncode}")
             raise RuntimeError(f"the detached training process did not launch a job: {tail} (log {log})")
         time.sleep(DETACHED_POLL_S)
-    raise RuntimeError(f"the detached training process launched no job within {DETACHED_LAUNCH_TIMEOUT_S:.0f} s (log {log})")
+    raise RuntimeError(
+        f"the detached training process launched no job within {DETACHED_LAUNCH_TIMEOUT_S:.0f} s (log {log})"
+    )
 
 
 # ------------------------------------------------------------------------------------- evaluate
@@ -514,14 +542,22 @@ def _evaluate(args: argparse.Namespace) -> int:
     try:
         for model, temperature in args.runs:
             name = trained if model == TRAINED_ALIAS else model
-            result = evaluation.evaluate(res, name, temperature=temperature, reasoning_effort=args.effort,
-                                         eval_group_size=args.group_size)
-            rows.append({
-                "model": model, "effort": args.effort, "temperature": temperature,
-                "pass@1": f"{result['pass_at_1']:.1%}", "mean reward": round(result["mean_reward"], 3),
-                "prefill tokens": result["prefill_tokens"], "sample tokens": result["sample_tokens"],
-                "via": result["via"], "job": result["job_name"],
-            })
+            result = evaluation.evaluate(
+                res, name, temperature=temperature, reasoning_effort=args.effort, eval_group_size=args.group_size
+            )
+            rows.append(
+                {
+                    "model": model,
+                    "effort": args.effort,
+                    "temperature": temperature,
+                    "pass@1": f"{result['pass_at_1']:.1%}",
+                    "mean reward": round(result["mean_reward"], 3),
+                    "prefill tokens": result["prefill_tokens"],
+                    "sample tokens": result["sample_tokens"],
+                    "via": result["via"],
+                    "job": result["job_name"],
+                }
+            )
     finally:
         if res.runtime is not None and original and res.reasoning_effort != original:
             resources.set_reasoning_effort(res, original)
@@ -538,15 +574,21 @@ def _jobs(args: argparse.Namespace) -> int:
     sagemaker = aws.session().client("sagemaker")
     rows = []
     for category in ("AgentRFT", "AgentRFTEvaluation"):
-        page = sagemaker.list_jobs(JobCategory=category, SortBy="CreationTime", SortOrder="Descending", MaxResults=args.limit)
+        page = sagemaker.list_jobs(
+            JobCategory=category, SortBy="CreationTime", SortOrder="Descending", MaxResults=args.limit
+        )
         for summary in page.get("JobSummaries", []):
             created, ended = summary.get("CreationTime"), summary.get("EndTime")
-            rows.append({
-                "category": category, "name": summary["JobName"], "status": summary["JobStatus"],
-                "secondary": summary.get("JobSecondaryStatus", ""),
-                "created": created.strftime("%Y-%m-%d %H:%M:%S") if created else "",
-                "minutes": round((ended - created).total_seconds() / 60, 1) if created and ended else "",
-            })
+            rows.append(
+                {
+                    "category": category,
+                    "name": summary["JobName"],
+                    "status": summary["JobStatus"],
+                    "secondary": summary.get("JobSecondaryStatus", ""),
+                    "created": created.strftime("%Y-%m-%d %H:%M:%S") if created else "",
+                    "minutes": round((ended - created).total_seconds() / 60, 1) if created and ended else "",
+                }
+            )
     if not rows:
         print("no jobs yet (mtrl train starts one)")
         return 0
@@ -607,13 +649,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--train", type=_whole_number(1), default=640, help="training rows (default 640)")
     p.add_argument("--val", type=_whole_number(1), default=128, help="validation rows (default 128)")
     p.add_argument("--seed", type=_whole_number(0), default=42)
-    p.add_argument("--out", type=_text("output folder"), default=None, help="output folder (default: the repository's data/)")
+    p.add_argument(
+        "--out", type=_text("output folder"), default=None, help="output folder (default: the repository's data/)"
+    )
     p.set_defaults(func=_dataset_make)
     p = ds.add_parser("validate", help="check dataset files the way the service will read them")
     p.add_argument("files", nargs="*", help="files to check (default: the committed pair)")
     p.add_argument("--pair", action="store_true", help="treat two files as train + validation")
     p.add_argument("--batch-size", type=_whole_number(1), default=None, help="require at least this many rows")
-    p.add_argument("--max-problems", type=_whole_number(1), default=20, help="print at most this many problems (default 20), then count the rest")
+    p.add_argument(
+        "--max-problems",
+        type=_whole_number(1),
+        default=20,
+        help="print at most this many problems (default 20), then count the rest",
+    )
     p.set_defaults(func=_dataset_validate)
     p = ds.add_parser("export", help="export the committed datasets to another format")
     p.add_argument("--format", choices=["jsonl", "parquet", "csv", "json"], default="jsonl")
@@ -639,11 +688,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="output folder (default: agentcore.json's codeLocation)")
     p.set_defaults(func=_agent_bundle)
     p = agent.add_parser("serve", help="serve the agent app on loopback in the foreground (Ctrl-C stops it)")
-    p.add_argument("--effort", choices=["low", "medium", "high"], default=None, help="REASONING_EFFORT (default: agentcore.json's)")
-    p.add_argument("--seconds", type=_seconds, default=None, help="stop after this many seconds (default: run until Ctrl-C)")
+    p.add_argument(
+        "--effort", choices=["low", "medium", "high"], default=None, help="REASONING_EFFORT (default: agentcore.json's)"
+    )
+    p.add_argument(
+        "--seconds", type=_seconds, default=None, help="stop after this many seconds (default: run until Ctrl-C)"
+    )
     p.set_defaults(func=_agent_serve)
-    p = agent.add_parser("smoke", help="invoke the runtime once with the service-shaped payload and diagnose the answer")
-    p.add_argument("--runtime-arn", type=_ARN, default=None, help="live: the runtime (default: found by the project's name)")
+    p = agent.add_parser(
+        "smoke", help="invoke the runtime once with the service-shaped payload and diagnose the answer"
+    )
+    p.add_argument(
+        "--runtime-arn", type=_ARN, default=None, help="live: the runtime (default: found by the project's name)"
+    )
     p.add_argument("--account", type=_account, default=None, help="account ID for the fake job ARN (default: your own)")
     p.set_defaults(func=_agent_smoke)
 
@@ -653,30 +710,54 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--train-uri", type=_S3_URI, default=None, help="s3:// URI of the training dataset")
     p.add_argument("--val-uri", type=_S3_URI, default=None, help="s3:// URI of the validation dataset")
     p.add_argument("--mlflow-app-arn", type=_ARN, default=None, help="MLflow app ARN (default: the course's)")
-    p.add_argument("--output-uri", type=_S3_URI, default=None, help="s3:// output path (default: under the course prefix)")
+    p.add_argument(
+        "--output-uri", type=_S3_URI, default=None, help="s3:// output path (default: under the course prefix)"
+    )
     # 0 is refused, not honoured: the service's max_steps range starts at 1, and 0 used to be
     # read as "not given", which launched the default (live: the 100-step walkthrough) job.
-    p.add_argument("--max-steps", type=_whole_number(1, why=" (the service trains at least one step)"), default=None,
-                   help="override max_steps (at least 1)")
+    p.add_argument(
+        "--max-steps",
+        type=_whole_number(1, why=" (the service trains at least one step)"),
+        default=None,
+        help="override max_steps (at least 1)",
+    )
     p.add_argument("--yes", action="store_true", help="live: really start the job (it bills tokens for hours)")
-    p.add_argument("--no-wait", action="store_true",
-                   help="return once the job is created (offline: it runs on in a detached process)")
-    p.add_argument("--attach", metavar="JOB_NAME", type=_text("job name"), default=None,
-                   help="report on an existing job instead of starting one")
+    p.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="return once the job is created (offline: it runs on in a detached process)",
+    )
+    p.add_argument(
+        "--attach",
+        metavar="JOB_NAME",
+        type=_text("job name"),
+        default=None,
+        help="report on an existing job instead of starting one",
+    )
     p.add_argument("--wait", action="store_true", help="with --attach: wait for the job to end first")
     p.set_defaults(func=_train)
 
     p = sub.add_parser("evaluate", help="evaluation jobs, one at a time: base and trained at chosen temperatures")
-    p.add_argument("--runs", nargs="+", type=_run_spec, required=True, metavar="MODEL:TEMPERATURE",
-                   help="e.g. base:0 base:1.0 trained:1.0 (trained = --job, default the newest completed training job)")
+    p.add_argument(
+        "--runs",
+        nargs="+",
+        type=_run_spec,
+        required=True,
+        metavar="MODEL:TEMPERATURE",
+        help="e.g. base:0 base:1.0 trained:1.0 (trained = --job, default the newest completed training job)",
+    )
     p.add_argument("--effort", choices=["low", "medium", "high"], default="low", help="the runtime's REASONING_EFFORT")
     p.add_argument("--job", type=_text("job name"), default=None, help="the training job whose model 'trained' means")
     p.add_argument("--group-size", type=_whole_number(1), default=1, help="rollouts per word (eval_group_size)")
     p.set_defaults(func=_evaluate)
 
     p = sub.add_parser("jobs", help="list training and evaluation jobs, newest first")
-    p.add_argument("--limit", type=_whole_number(1, JOB_LIST_MAX), default=JOB_LIST_LIMIT,
-                   help=f"at most this many of each category (1-{JOB_LIST_MAX})")
+    p.add_argument(
+        "--limit",
+        type=_whole_number(1, JOB_LIST_MAX),
+        default=JOB_LIST_LIMIT,
+        help=f"at most this many of each category (1-{JOB_LIST_MAX})",
+    )
     p.set_defaults(func=_jobs)
 
     p = sub.add_parser(
@@ -686,8 +767,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="show what would be deleted, delete nothing")
     p.set_defaults(func=_cleanup)
 
-    lab_actions = sub.add_parser("lab", help="the lab path: use an instructor's run").add_subparsers(dest="action", required=True)
-    p = lab_actions.add_parser("attach", help="find an instructor's run by run id or job name; notebooks 06 and 07 then use it")
+    lab_actions = sub.add_parser("lab", help="the lab path: use an instructor's run").add_subparsers(
+        dest="action", required=True
+    )
+    p = lab_actions.add_parser(
+        "attach", help="find an instructor's run by run id or job name; notebooks 06 and 07 then use it"
+    )
     p.add_argument("run_or_job", metavar="RUN_ID_OR_JOB_NAME")
     p.set_defaults(func=_lab_attach)
 
@@ -695,7 +780,9 @@ def build_parser() -> argparse.ArgumentParser:
         dest="action", required=True
     )
     p = nbs.add_parser("run", help="execute notebooks in fresh offline kernels and store their outputs")
-    p.add_argument("notebooks", nargs="*", help="numbers (05), file names or _template (default: all, then the template)")
+    p.add_argument(
+        "notebooks", nargs="*", help="numbers (05), file names or _template (default: all, then the template)"
+    )
     p.add_argument("--timeout", type=_whole_number(1), default=600, help="seconds allowed per cell")
     p.add_argument("--no-store", action="store_true", help="only check that they run; leave the files alone")
     p.set_defaults(func=_notebooks_run)
@@ -717,8 +804,10 @@ def _explain(error: BaseException) -> str:
 
     name = type(error).__name__
     if isinstance(error, NoCredentialsError):
-        return ("no AWS credentials: configure a profile (aws configure / aws sso login) or set "
-                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; to run without AWS, unset MTRL_MODE")
+        return (
+            "no AWS credentials: configure a profile (aws configure / aws sso login) or set "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; to run without AWS, unset MTRL_MODE"
+        )
     if isinstance(error, NoRegionError):
         from mtrl_course.config import REGION_ADVICE
 

@@ -75,9 +75,7 @@ def _read_mode() -> Mode:
     try:
         return Mode(raw)
     except ValueError:
-        raise ValueError(
-            f"{MODE_ENV_VAR}={raw!r} is not a mode; set it to 'offline' (the default) or 'live'"
-        ) from None
+        raise ValueError(f"{MODE_ENV_VAR}={raw!r} is not a mode; set it to 'offline' (the default) or 'live'") from None
 
 
 MODE: Mode = _read_mode()

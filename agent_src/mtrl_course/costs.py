@@ -129,7 +129,12 @@ def estimate(tokens: Mapping[str, Any], prices: Mapping[str, Any] | None = None)
             row["your price (USD per 1M)"] = checked[dimension]
             row["cost (USD)"] = counts[dimension] / MILLION * checked[dimension]
         rows.append(row)
-    totals: dict[str, Any] = {"dimension": "total", "tokens": total, "million tokens": total / MILLION, "share of tokens": 1.0 if total else 0.0}
+    totals: dict[str, Any] = {
+        "dimension": "total",
+        "tokens": total,
+        "million tokens": total / MILLION,
+        "share of tokens": 1.0 if total else 0.0,
+    }
     if checked is not None:
         totals["your price (USD per 1M)"] = None
         totals["cost (USD)"] = sum(row["cost (USD)"] for row in rows)
@@ -184,8 +189,16 @@ def walkthrough_figures() -> pd.DataFrame:
         ("rollouts", f"{WALKTHROUGH_ROLLOUTS:,}", WALKTHROUGH),
         ("training steps", f"{WALKTHROUGH_STEPS}", WALKTHROUGH),
         ("duration", WALKTHROUGH_DURATION, WALKTHROUGH),
-        ("training tokens cost", f"about ${WALKTHROUGH_TRAINING_USD:,.0f}", f"{WALKTHROUGH} (gpt-oss-20b list prices, us-east-1)"),
-        ("AgentCore runtime cost", f"about ${WALKTHROUGH_AGENTCORE_USD:,.0f}", f"{WALKTHROUGH} (from CloudWatch usage metrics)"),
+        (
+            "training tokens cost",
+            f"about ${WALKTHROUGH_TRAINING_USD:,.0f}",
+            f"{WALKTHROUGH} (gpt-oss-20b list prices, us-east-1)",
+        ),
+        (
+            "AgentCore runtime cost",
+            f"about ${WALKTHROUGH_AGENTCORE_USD:,.0f}",
+            f"{WALKTHROUGH} (from CloudWatch usage metrics)",
+        ),
         ("evaluation jobs, tokens", f"about ${WALKTHROUGH_EVALUATION_USD:,.2f}", WALKTHROUGH),
         ("blended rate", f"${walkthrough_blended_rate():.3f} per 1M tokens", BLENDED_RATE_LABEL),
     ]

@@ -158,9 +158,7 @@ def export(rows: Sequence[dict], path: str | Path, fmt: str | None = None) -> Pa
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r} for {path}; use one of {', '.join(FORMATS)}")
     if suffix_fmt != fmt:
-        raise ValueError(
-            f"{path} does not end in .{fmt}; the service picks the reader from the extension"
-        )
+        raise ValueError(f"{path} does not end in .{fmt}; the service picks the reader from the extension")
     if not rows:
         raise ValueError(f"no rows to write to {path}: the service needs at least one batch")
     if fmt == "jsonl":
@@ -629,7 +627,11 @@ def _json_records(table: _Table, fh: BinaryIO) -> Iterator[tuple[int, dict]]:
                 reader.pos += 1
                 break
             found = "the end of the file" if after is None else repr(after)
-            table.problem(reader.line_at(reader.pos), f"not valid JSON: expected ',' or ']' after row {number}, found {found}", "line")
+            table.problem(
+                reader.line_at(reader.pos),
+                f"not valid JSON: expected ',' or ']' after row {number}, found {found}",
+                "line",
+            )
             return
     if reader.peek() is not None:
         table.problem(reader.line_at(reader.pos), "not valid JSON: Extra data after the array", "line")
@@ -959,8 +961,11 @@ def _check_table(
                 table.problem(line, f"duplicate answer {_show(answer)} (first on {table.unit} {first})")
             elif training is not None and (seen := training.answers.get(answer.upper())) is not None:
                 where = f"{training.table.name} {training.table.unit} {seen}"
-                table.problem(line, f"answer {_show(answer.lower())} is also in the training file ({where}); "
-                                    "validation must hold out unseen words")
+                table.problem(
+                    line,
+                    f"answer {_show(answer.lower())} is also in the training file ({where}); "
+                    "validation must hold out unseen words",
+                )
         if task_id is not None:
             first = checked.ids.setdefault(task_id, line)
             if first != line:

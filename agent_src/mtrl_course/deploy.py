@@ -82,29 +82,30 @@ SKIPPED_DIR_NAMES = frozenset({"__pycache__", "tests", "test"})
 SKIPPED_FILE_SUFFIXES = (".pyc", ".pyo", ".ipynb")
 SKIPPED_FILE_PATTERN = re.compile(r"^(test_.*\.py|.*_test\.py|conftest\.py)$")
 # What the CLI itself leaves out of the zip; the manifest mirrors it so it lists what ships.
-CLI_EXCLUDED_NAMES = frozenset(
-    {".git", ".venv", "__pycache__", ".pytest_cache", ".DS_Store", "node_modules"}
-)
+CLI_EXCLUDED_NAMES = frozenset({".git", ".venv", "__pycache__", ".pytest_cache", ".DS_Store", "node_modules"})
 
 # ------------------------------------------------------------------ the offline schema check
 CLI_NPM_PACKAGE = "@aws/agentcore"
 CLI_VERSION = "0.30.0"
 # Integrity strings as the npm registry publishes them; a fetched tarball that differs is refused.
 CLI_TARBALL_INTEGRITY = (
-    "sha512-V094GyPZsT0fowb5QNPvnOvWLKBjmKK56sZSEAqbKtpZUxq3"
-    "jmyCS4efouI2/Ei1sYR79Tp/rQVjbXGeASqJwg=="
+    "sha512-V094GyPZsT0fowb5QNPvnOvWLKBjmKK56sZSEAqbKtpZUxq3jmyCS4efouI2/Ei1sYR79Tp/rQVjbXGeASqJwg=="
 )
 # The CLI's schemas are written for zod 4; 4.4.3 is the version its npm-shrinkwrap.json locks.
 ZOD_NPM_PACKAGE = "zod"
 ZOD_VERSION = "4.4.3"
 ZOD_TARBALL_INTEGRITY = (
-    "sha512-ytENFjIJFl2UwYglde2jchW2Hwm4GJFLDiSXWdTrJQBIN9Fc"
-    "yp7n4DhxJEiWNAJMV1/BqWfW/kkg71UDcHJyTQ=="
+    "sha512-ytENFjIJFl2UwYglde2jchW2Hwm4GJFLDiSXWdTrJQBIN9Fcyp7n4DhxJEiWNAJMV1/BqWfW/kkg71UDcHJyTQ=="
 )
 SCHEMA_CACHE_DIR = REPO_ROOT / ".cache" / f"agentcore-cli-{CLI_VERSION}"
 SCHEMA_RUNNER = Path(__file__).with_name("agentcore_schema_check.mjs")
 # Only the schema module (and its licence) is unpacked from the 2.6 MB CLI tarball.
-CLI_MEMBERS_KEPT = ("package/dist/schema/", "package/package.json", "package/LICENSE", "package/dist/assets/cdk/package.json")
+CLI_MEMBERS_KEPT = (
+    "package/dist/schema/",
+    "package/package.json",
+    "package/LICENSE",
+    "package/dist/assets/cdk/package.json",
+)
 SCHEMA_ENTRY = Path("dist") / "schema" / "index.js"
 CONFIG_KINDS = ("project", "targets")
 NPM_TIMEOUT_SECONDS = 180.0
@@ -306,9 +307,7 @@ def _agent_files(package_dir: Path) -> list[Path]:
 
 def _is_previous_bundle(directory: Path) -> bool:
     manifest = directory / BUNDLE_MANIFEST_NAME
-    return manifest.is_file() and f"name = {json.dumps(BUNDLE_PROJECT_NAME)}" in manifest.read_text(
-        encoding="utf-8"
-    )
+    return manifest.is_file() and f"name = {json.dumps(BUNDLE_PROJECT_NAME)}" in manifest.read_text(encoding="utf-8")
 
 
 def _clear_output(out_dir: Path) -> None:
@@ -457,9 +456,7 @@ def _npm_pack(spec: str, integrity: str, workdir: Path, timeout: float) -> Path:
     tarball = tarballs[0]
     actual = _integrity(tarball)
     if actual != integrity:
-        raise SchemaFetchError(
-            f"{spec} tarball has integrity {actual}, expected the published {integrity}"
-        )
+        raise SchemaFetchError(f"{spec} tarball has integrity {actual}, expected the published {integrity}")
     return tarball
 
 
@@ -467,18 +464,12 @@ def _unpack(tarball: Path, destination: Path, keep: Iterable[str] | None = None)
     """Extract the tarball's `package/` tree, optionally only members under the `keep` prefixes."""
     keep = tuple(keep) if keep is not None else None
     with tarfile.open(tarball, "r:gz") as archive:
-        members = [
-            member
-            for member in archive.getmembers()
-            if keep is None or member.name.startswith(keep)
-        ]
+        members = [member for member in archive.getmembers() if keep is None or member.name.startswith(keep)]
         # The "data" filter rejects absolute paths, links out of the tree and device files.
         archive.extractall(destination, members=members, filter="data")
 
 
-def ensure_cli_schemas(
-    cache_dir: Path = SCHEMA_CACHE_DIR, *, timeout: float = NPM_TIMEOUT_SECONDS
-) -> Path:
+def ensure_cli_schemas(cache_dir: Path = SCHEMA_CACHE_DIR, *, timeout: float = NPM_TIMEOUT_SECONDS) -> Path:
     """The unpacked CLI package holding dist/schema (with zod beside it), fetched once and cached.
 
     Layout: `<cache_dir>/package/` (from the CLI tarball) and `<cache_dir>/node_modules/zod/`,
@@ -532,9 +523,7 @@ def check_config_files(
         check=False,
     )
     if completed.returncode not in (0, 1):
-        raise RuntimeError(
-            f"the schema runner failed (exit {completed.returncode}): {completed.stderr.strip()}"
-        )
+        raise RuntimeError(f"the schema runner failed (exit {completed.returncode}): {completed.stderr.strip()}")
     return [
         SchemaResult(
             kind=row["kind"],
@@ -553,9 +542,7 @@ def check_config_files(
     ]
 
 
-def validate_project(
-    project_file: Path = PROJECT_FILE, targets_file: Path = TARGETS_FILE
-) -> list[SchemaResult]:
+def validate_project(project_file: Path = PROJECT_FILE, targets_file: Path = TARGETS_FILE) -> list[SchemaResult]:
     """The offline stand-in for `agentcore validate`: both project files against the CLI schemas."""
     return check_config_files([("project", project_file), ("targets", targets_file)])
 

@@ -157,7 +157,9 @@ def _trained_package(job_name: str) -> tuple[str, str]:
     """(output model package ARN, base model ARN) of a completed training job."""
     describe = _sagemaker().describe_job(JobName=job_name, JobCategory=training.JOB_CATEGORY)
     if describe["JobStatus"] != "Completed":
-        raise ValueError(f"training job {job_name} is {describe['JobStatus']}, not Completed: there is no trained model to evaluate yet")
+        raise ValueError(
+            f"training job {job_name} is {describe['JobStatus']}, not Completed: there is no trained model to evaluate yet"
+        )
     document = json.loads(describe["JobConfigDocument"])
     package = (document.get("ServiceOutput") or {}).get("OutputModelPackageArn")
     if not package:
@@ -175,9 +177,20 @@ def _job_name(label: str, effort: str, temperature: float) -> str:
     return f"{naming.resource_name(JOB_KIND)}-{label}-{effort}-t{round(temperature * 10):02d}-{stamp}"[:63].rstrip("-")
 
 
-def _start_with_create_job(resources: Any, model: str, package: str | None, base_model_arn: str, *, dataset_uri: str,
-                           temperature: float, effort: str, eval_group_size: int, pass_k: Sequence[int],
-                           max_tokens: int | None, notebook: str) -> str:
+def _start_with_create_job(
+    resources: Any,
+    model: str,
+    package: str | None,
+    base_model_arn: str,
+    *,
+    dataset_uri: str,
+    temperature: float,
+    effort: str,
+    eval_group_size: int,
+    pass_k: Sequence[int],
+    max_tokens: int | None,
+    notebook: str,
+) -> str:
     name = _job_name(BASE if package is None else TRAINED, effort, temperature)
     hyperparameters = {
         "eval_group_size": str(eval_group_size),
@@ -189,10 +202,19 @@ def _start_with_create_job(resources: Any, model: str, package: str | None, base
         hyperparameters["sampling_max_tokens"] = str(max_tokens)
     document: dict[str, Any] = {
         "AgentConfig": {"BedrockAgentCoreConfig": {"AgentRuntimeArn": resources.runtime_arn, "Qualifier": "DEFAULT"}},
-        "InputDataConfig": [{"ChannelName": "evaluation", "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": dataset_uri}}}],
+        "InputDataConfig": [
+            {
+                "ChannelName": "evaluation",
+                "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": dataset_uri}},
+            }
+        ],
         "OutputDataConfig": {
             "S3OutputPath": _output_uri(resources),
-            "MlflowConfig": {"MlflowResourceArn": resources.mlflow_app_arn, "MlflowExperimentName": EXPERIMENT_NAME, "MlflowRunName": name},
+            "MlflowConfig": {
+                "MlflowResourceArn": resources.mlflow_app_arn,
+                "MlflowExperimentName": EXPERIMENT_NAME,
+                "MlflowRunName": name,
+            },
         },
         "EvaluationConfig": {"BaseModelArn": base_model_arn, "AcceptEula": True, "HyperParameters": hyperparameters},
         "StoppingCondition": {"MaxRuntimeInSeconds": STOPPING_SECONDS},
@@ -200,20 +222,37 @@ def _start_with_create_job(resources: Any, model: str, package: str | None, base
     if package is not None:
         document["ModelPackageConfig"] = {"InputModelPackageArn": package}
     _sagemaker().create_job(
-        JobName=name, RoleArn=resources.job_role_arn, JobCategory=CATEGORY, JobConfigSchemaVersion="1.0.0",
-        JobConfigDocument=json.dumps(document), Tags=naming.course_tags(notebook),
+        JobName=name,
+        RoleArn=resources.job_role_arn,
+        JobCategory=CATEGORY,
+        JobConfigSchemaVersion="1.0.0",
+        JobConfigDocument=json.dumps(document),
+        Tags=naming.course_tags(notebook),
     )
     return name
 
 
-def _start_with_evaluator(resources: Any, model: str, package: str | None, *, dataset_uri: str, eval_group_size: int,
-                          pass_k: Sequence[int], notebook: str, echo: bool) -> str:
+def _start_with_evaluator(
+    resources: Any,
+    model: str,
+    package: str | None,
+    *,
+    dataset_uri: str,
+    eval_group_size: int,
+    pass_k: Sequence[int],
+    notebook: str,
+    echo: bool,
+) -> str:
     from sagemaker.train.evaluate import MultiTurnRLEvaluator
 
     common = dict(
-        dataset=dataset_uri, agent_config=resources.runtime_arn, s3_output_path=_output_uri(resources),
-        mlflow_resource_arn=resources.mlflow_app_arn, mlflow_experiment_name=EXPERIMENT_NAME,
-        role=resources.job_role_arn, tags=naming.course_tags(notebook),
+        dataset=dataset_uri,
+        agent_config=resources.runtime_arn,
+        s3_output_path=_output_uri(resources),
+        mlflow_resource_arn=resources.mlflow_app_arn,
+        mlflow_experiment_name=EXPERIMENT_NAME,
+        role=resources.job_role_arn,
+        tags=naming.course_tags(notebook),
     )
     if package is None:
         evaluator = MultiTurnRLEvaluator(model=training.MODEL_ID, **common)
@@ -226,7 +265,7 @@ def _start_with_evaluator(resources: Any, model: str, package: str | None, *, da
     if rejected:
         raise EvaluatorNamesRejected(
             f"MultiTurnRLEvaluator would send {', '.join(rejected)}, names the public Wordle sample reports the "
-            "evaluation schema rejects (the base model's hub spec defines them); evaluate with via=\"create_job\""
+            'evaluation schema rejects (the base model\'s hub spec defines them); evaluate with via="create_job"'
         )
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):  # its summary shows ARNs (masked below when echoed)
@@ -248,7 +287,9 @@ def evaluator_would_send_rejected_names(options: Any) -> list[str]:
     live spec with those names would make every evaluation job fail validation.
     """
     specs = getattr(options, "_specs", None) or {}
-    return sorted(name for name in service_spec.EVALUATION_ALIASES if name in specs and getattr(options, name, None) is not None)
+    return sorted(
+        name for name in service_spec.EVALUATION_ALIASES if name in specs and getattr(options, name, None) is not None
+    )
 
 
 def _job_of_pipeline(execution_arn: str) -> str:
@@ -257,7 +298,9 @@ def _job_of_pipeline(execution_arn: str) -> str:
     live = config.is_live()
     deadline = time.monotonic() + PIPELINE_START_TIMEOUT_S[live]
     while True:
-        steps = sagemaker.list_pipeline_execution_steps(PipelineExecutionArn=execution_arn).get("PipelineExecutionSteps", [])
+        steps = sagemaker.list_pipeline_execution_steps(PipelineExecutionArn=execution_arn).get(
+            "PipelineExecutionSteps", []
+        )
         for step in steps:
             arn = ((step.get("Metadata") or {}).get("Job") or {}).get("Arn")
             if arn:
@@ -265,10 +308,16 @@ def _job_of_pipeline(execution_arn: str) -> str:
         failed = [s for s in steps if s.get("StepStatus") == "Failed"]
         status = sagemaker.describe_pipeline_execution(PipelineExecutionArn=execution_arn)["PipelineExecutionStatus"]
         if failed or status in PIPELINE_TERMINAL:
-            reasons = "; ".join(f"{s['StepName']}: {s.get('FailureReason', 'no reason given')}" for s in failed) or status
-            raise EvaluationFailed(f"the evaluator's pipeline ended before its evaluation job ran ({naming.mask_account(reasons)})")
+            reasons = (
+                "; ".join(f"{s['StepName']}: {s.get('FailureReason', 'no reason given')}" for s in failed) or status
+            )
+            raise EvaluationFailed(
+                f"the evaluator's pipeline ended before its evaluation job ran ({naming.mask_account(reasons)})"
+            )
         if time.monotonic() > deadline:
-            raise TimeoutError(f"the evaluator's pipeline {naming.mask_account(execution_arn)} created no job within {PIPELINE_START_TIMEOUT_S[live]:.0f} s")
+            raise TimeoutError(
+                f"the evaluator's pipeline {naming.mask_account(execution_arn)} created no job within {PIPELINE_START_TIMEOUT_S[live]:.0f} s"
+            )
         time.sleep(LIVE_POLL_S if live else OFFLINE_POLL_S)
 
 
@@ -287,11 +336,15 @@ def _results(describe: Mapping[str, Any], mlflow_app_arn: str, pass_k: Sequence[
 
     if describe["JobStatus"] != "Completed":
         reason = describe.get("FailureReason") or describe["JobStatus"]
-        raise EvaluationFailed(f"evaluation job {describe['JobName']} ended {describe['JobStatus']}: {naming.mask_account(reason)}")
+        raise EvaluationFailed(
+            f"evaluation job {describe['JobName']} ended {describe['JobStatus']}: {naming.mask_account(reason)}"
+        )
     output = json.loads(describe["JobConfigDocument"]).get("ServiceOutput") or {}
     run_id = (output.get("MlflowDetails") or {}).get("RunId")
     if not run_id:
-        raise EvaluationFailed(f"evaluation job {describe['JobName']} reports no MLflow run (ServiceOutput.MlflowDetails)")
+        raise EvaluationFailed(
+            f"evaluation job {describe['JobName']} reports no MLflow run (ServiceOutput.MlflowDetails)"
+        )
     metrics = MlflowClient(tracking_uri=mlflow_app_arn).get_run(run_id).data.metrics
     tokens = billable_tokens(describe)
     return {
@@ -304,9 +357,20 @@ def _results(describe: Mapping[str, Any], mlflow_app_arn: str, pass_k: Sequence[
     }
 
 
-def evaluate(resources: Any, model: str, *, temperature: float, reasoning_effort: str, eval_group_size: int = 1,
-             pass_k: Sequence[int] = (1,), dataset_uri: str | None = None, max_tokens: int | None = None,
-             via: str = VIA_AUTO, notebook: str = DEFAULT_NOTEBOOK, echo: bool = False) -> dict[str, Any]:
+def evaluate(
+    resources: Any,
+    model: str,
+    *,
+    temperature: float,
+    reasoning_effort: str,
+    eval_group_size: int = 1,
+    pass_k: Sequence[int] = (1,),
+    dataset_uri: str | None = None,
+    max_tokens: int | None = None,
+    via: str = VIA_AUTO,
+    notebook: str = DEFAULT_NOTEBOOK,
+    echo: bool = False,
+) -> dict[str, Any]:
     """Run one evaluation job to the end and return its results.
 
     `model` is "base" or the name of a completed training job (its output model package is
@@ -347,28 +411,59 @@ def evaluate(resources: Any, model: str, *, temperature: float, reasoning_effort
     name = ""
     if via == VIA_EVALUATOR:
         try:
-            name = _start_with_evaluator(resources, model, package, dataset_uri=dataset_uri, eval_group_size=eval_group_size,
-                                         pass_k=pass_k, notebook=notebook, echo=echo)
+            name = _start_with_evaluator(
+                resources,
+                model,
+                package,
+                dataset_uri=dataset_uri,
+                eval_group_size=eval_group_size,
+                pass_k=pass_k,
+                notebook=notebook,
+                echo=echo,
+            )
         except EvaluatorNamesRejected:
             if not chosen_automatically:
                 raise
             via = VIA_CREATE_JOB  # nothing was started: the check runs before the pipeline
     if via == VIA_CREATE_JOB:
-        name = _start_with_create_job(resources, model, package, base_model_arn, dataset_uri=dataset_uri,
-                                      temperature=float(temperature), effort=reasoning_effort,
-                                      eval_group_size=eval_group_size, pass_k=pass_k, max_tokens=max_tokens, notebook=notebook)
+        name = _start_with_create_job(
+            resources,
+            model,
+            package,
+            base_model_arn,
+            dataset_uri=dataset_uri,
+            temperature=float(temperature),
+            effort=reasoning_effort,
+            eval_group_size=eval_group_size,
+            pass_k=pass_k,
+            max_tokens=max_tokens,
+            notebook=notebook,
+        )
     results = _results(_wait_job(name), resources.mlflow_app_arn, pass_k)
     return {
-        "model": model, "job_name": name, "via": VIA_LABELS[via], "reasoning_effort": reasoning_effort,
-        "temperature": float(temperature), "eval_group_size": eval_group_size, **results,
+        "model": model,
+        "job_name": name,
+        "via": VIA_LABELS[via],
+        "reasoning_effort": reasoning_effort,
+        "temperature": float(temperature),
+        "eval_group_size": eval_group_size,
+        **results,
         "seconds": round(time.monotonic() - started, 1),
     }
 
 
 # ------------------------------------------------------------------------------------------ grid
-def run_grid(resources: Any, trained_job: str, settings: Sequence[tuple[str, float]] = SETTINGS,
-             models: Sequence[str] | None = None, *, eval_group_size: int = 1, pass_k: Sequence[int] = (1,),
-             dataset_uri: str | None = None, echo: bool = True) -> Any:
+def run_grid(
+    resources: Any,
+    trained_job: str,
+    settings: Sequence[tuple[str, float]] = SETTINGS,
+    models: Sequence[str] | None = None,
+    *,
+    eval_group_size: int = 1,
+    pass_k: Sequence[int] = (1,),
+    dataset_uri: str | None = None,
+    echo: bool = True,
+) -> Any:
     """Evaluate every model at every (effort, temperature) setting, one job at a time.
 
     `models` defaults to ("base", trained_job); rows name them "base" and "trained". Settings
@@ -387,27 +482,44 @@ def run_grid(resources: Any, trained_job: str, settings: Sequence[tuple[str, flo
         deployed = course_resources.deployed_reasoning_effort(resources)
         skipped = [e for e in efforts if e != deployed]
         if skipped and echo:
-            print(f"skipped: effort {', '.join(skipped)} (the runtime runs {deployed}; redeploy with the other "
-                  "REASONING_EFFORT, then run those settings)")
+            print(
+                f"skipped: effort {', '.join(skipped)} (the runtime runs {deployed}; redeploy with the other "
+                "REASONING_EFFORT, then run those settings)"
+            )
         efforts = [e for e in efforts if e == deployed]
     rows, jobs, via = [], [], []
     try:
         for effort in efforts:
             for temperature in [t for e, t in settings if e == effort]:
                 for model in models:
-                    result = evaluate(resources, model, temperature=temperature, reasoning_effort=effort,
-                                      eval_group_size=eval_group_size, pass_k=pass_k, dataset_uri=dataset_uri)
+                    result = evaluate(
+                        resources,
+                        model,
+                        temperature=temperature,
+                        reasoning_effort=effort,
+                        eval_group_size=eval_group_size,
+                        pass_k=pass_k,
+                        dataset_uri=dataset_uri,
+                    )
                     label = BASE if model == BASE else (TRAINED if model == trained_job else model)
-                    rows.append({
-                        "model": label, "effort": effort, "temperature": float(temperature),
-                        "pass_at_1": result["pass_at_1"], "mean_reward": result["mean_reward"],
-                        "prefill_tokens": result["prefill_tokens"], "sample_tokens": result["sample_tokens"],
-                    })
+                    rows.append(
+                        {
+                            "model": label,
+                            "effort": effort,
+                            "temperature": float(temperature),
+                            "pass_at_1": result["pass_at_1"],
+                            "mean_reward": result["mean_reward"],
+                            "prefill_tokens": result["prefill_tokens"],
+                            "sample_tokens": result["sample_tokens"],
+                        }
+                    )
                     jobs.append(result["job_name"])
                     via.append(result["via"])
                     if echo:
-                        print(f"  {label:<8} effort {effort:<6} temperature {temperature:.1f}: pass@1 "
-                              f"{_percent(result['pass_at_1'])} ({result['via']})")
+                        print(
+                            f"  {label:<8} effort {effort:<6} temperature {temperature:.1f}: pass@1 "
+                            f"{_percent(result['pass_at_1'])} ({result['via']})"
+                        )
     finally:
         if original and resources.runtime is not None and resources.reasoning_effort != original:
             course_resources.set_reasoning_effort(resources, original)

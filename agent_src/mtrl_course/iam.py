@@ -74,10 +74,17 @@ JOB_RESOURCE_PATTERN = "arn:aws:sagemaker:*:*:job/*"
 # RoleValidationError whenever the caller may simulate. tests/test_sdk_role_check.py pins this
 # tuple to the SDK's own list.
 SDK_ROLE_CHECK_ACTIONS = (
-    "ecr:GetAuthorizationToken", "cloudwatch:PutMetricData",
-    "ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
-    "ec2:DeleteNetworkInterfacePermission", "ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs",
-    "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
+    "ecr:GetAuthorizationToken",
+    "cloudwatch:PutMetricData",
+    "ec2:CreateNetworkInterface",
+    "ec2:CreateNetworkInterfacePermission",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DeleteNetworkInterfacePermission",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeVpcs",
+    "ec2:DescribeDhcpOptions",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeSecurityGroups",
 )
 # MultiTurnRLEvaluator's pipeline runs *as the job role*: SageMaker Pipelines assumes it, its
 # Lineage steps record an action, a context and artifacts with associations, and its Job step
@@ -85,9 +92,18 @@ SDK_ROLE_CHECK_ACTIONS = (
 # Pipelines calls are not documented; these are the ones the rendered definition implies.
 PIPELINE_JOB_ACTIONS = ("sagemaker:CreateJob", "sagemaker:DescribeJob", "sagemaker:StopJob", "sagemaker:AddTags")
 PIPELINE_LINEAGE_ACTIONS = (
-    "sagemaker:CreateAction", "sagemaker:CreateContext", "sagemaker:CreateArtifact", "sagemaker:AddAssociation",
-    "sagemaker:AddTags", "sagemaker:DescribeAction", "sagemaker:DescribeContext", "sagemaker:DescribeArtifact",
-    "sagemaker:ListActions", "sagemaker:ListContexts", "sagemaker:ListArtifacts", "sagemaker:ListAssociations",
+    "sagemaker:CreateAction",
+    "sagemaker:CreateContext",
+    "sagemaker:CreateArtifact",
+    "sagemaker:AddAssociation",
+    "sagemaker:AddTags",
+    "sagemaker:DescribeAction",
+    "sagemaker:DescribeContext",
+    "sagemaker:DescribeArtifact",
+    "sagemaker:ListActions",
+    "sagemaker:ListContexts",
+    "sagemaker:ListArtifacts",
+    "sagemaker:ListAssociations",
 )
 JOB_ROLE_INLINE_POLICY = "mtrl-sdk-check-and-eval-pipeline"
 
@@ -118,9 +134,7 @@ def trust_policy(service: str, actions: Sequence[str]) -> dict[str, Any]:
     """A trust policy letting one AWS service principal assume the role with `actions`."""
     return {
         "Version": POLICY_VERSION,
-        "Statement": [
-            {"Effect": "Allow", "Principal": {"Service": service}, "Action": list(actions)}
-        ],
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": list(actions)}],
     }
 
 
@@ -152,11 +166,25 @@ def job_role_inline_policy(job_role_arn: str) -> dict[str, Any]:
         "Version": POLICY_VERSION,
         "Statement": [
             {"Sid": "SdkTrainingRoleCheck", "Effect": "Allow", "Action": list(SDK_ROLE_CHECK_ACTIONS), "Resource": "*"},
-            {"Sid": "EvaluationPipelineJobStep", "Effect": "Allow", "Action": list(PIPELINE_JOB_ACTIONS),
-             "Resource": JOB_RESOURCE_PATTERN},
-            {"Sid": "EvaluationPipelinePassesThisRole", "Effect": "Allow", "Action": PASS_ROLE_ACTION,
-             "Resource": job_role_arn, "Condition": {"StringEquals": {PASSED_TO_SERVICE_KEY: JOB_SERVICE}}},
-            {"Sid": "EvaluationPipelineLineage", "Effect": "Allow", "Action": list(PIPELINE_LINEAGE_ACTIONS), "Resource": "*"},
+            {
+                "Sid": "EvaluationPipelineJobStep",
+                "Effect": "Allow",
+                "Action": list(PIPELINE_JOB_ACTIONS),
+                "Resource": JOB_RESOURCE_PATTERN,
+            },
+            {
+                "Sid": "EvaluationPipelinePassesThisRole",
+                "Effect": "Allow",
+                "Action": PASS_ROLE_ACTION,
+                "Resource": job_role_arn,
+                "Condition": {"StringEquals": {PASSED_TO_SERVICE_KEY: JOB_SERVICE}},
+            },
+            {
+                "Sid": "EvaluationPipelineLineage",
+                "Effect": "Allow",
+                "Action": list(PIPELINE_LINEAGE_ACTIONS),
+                "Resource": "*",
+            },
         ],
     }
 
@@ -173,7 +201,9 @@ def caller_passrole_policy(job_role_arn: str, mlflow_role_arn: str | None = None
     to the MTRL job service and to nothing else.
     """
     if not job_role_arn.startswith("arn:") or ":role/" not in job_role_arn:
-        raise ValueError(f"job_role_arn must be an IAM role ARN (arn:aws:iam::<account>:role/<name>), got {job_role_arn!r}")
+        raise ValueError(
+            f"job_role_arn must be an IAM role ARN (arn:aws:iam::<account>:role/<name>), got {job_role_arn!r}"
+        )
     return {
         "Version": POLICY_VERSION,
         "Statement": [
@@ -191,13 +221,20 @@ def caller_passrole_policy(job_role_arn: str, mlflow_role_arn: str | None = None
                 "Resource": JOB_RESOURCE_PATTERN,
             },
             {"Sid": "ListMtrlJobs", "Effect": "Allow", "Action": list(JOB_LIST_ACTIONS), "Resource": "*"},
-        ] + ([{
-            "Sid": "PassTheMlflowRoleToSageMakerOnly",
-            "Effect": "Allow",
-            "Action": PASS_ROLE_ACTION,
-            "Resource": mlflow_role_arn,
-            "Condition": {"StringEquals": {PASSED_TO_SERVICE_KEY: MLFLOW_SERVICE}},
-        }] if mlflow_role_arn else []),
+        ]
+        + (
+            [
+                {
+                    "Sid": "PassTheMlflowRoleToSageMakerOnly",
+                    "Effect": "Allow",
+                    "Action": PASS_ROLE_ACTION,
+                    "Resource": mlflow_role_arn,
+                    "Condition": {"StringEquals": {PASSED_TO_SERVICE_KEY: MLFLOW_SERVICE}},
+                }
+            ]
+            if mlflow_role_arn
+            else []
+        ),
     }
 
 
@@ -372,8 +409,17 @@ def _attached(iam: Any, name: str) -> list[str]:
     return [p["PolicyArn"] for p in iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]]
 
 
-def _describe(iam: Any, purpose: str, name: str, service: str, actions: Sequence[str], policy_name: str,
-              *, created: bool, notes: Sequence[str]) -> RoleReport:
+def _describe(
+    iam: Any,
+    purpose: str,
+    name: str,
+    service: str,
+    actions: Sequence[str],
+    policy_name: str,
+    *,
+    created: bool,
+    notes: Sequence[str],
+) -> RoleReport:
     role = _read_role(iam, name)
     if role is None:
         return RoleReport(purpose, name, None, False, notes=tuple(notes))
@@ -385,13 +431,29 @@ def _describe(iam: Any, purpose: str, name: str, service: str, actions: Sequence
     services = sorted({s for st in _statements(trust) for s in _as_list((st.get("Principal") or {}).get("Service"))})
     trust_actions = sorted({a for st in _statements(trust) for a in _as_list(st.get("Action"))})
     return RoleReport(
-        purpose, name, role["Arn"], True, tuple(services), tuple(trust_actions),
-        tuple(policies), created, tuple(problems), tuple(notes),
+        purpose,
+        name,
+        role["Arn"],
+        True,
+        tuple(services),
+        tuple(trust_actions),
+        tuple(policies),
+        created,
+        tuple(problems),
+        tuple(notes),
     )
 
 
-def _ensure_role(session: Any, purpose: str, name: str, service: str, actions: Sequence[str], policy_name: str,
-                 notebook: str, wanted_trust: dict[str, Any] | None = None) -> RoleReport:
+def _ensure_role(
+    session: Any,
+    purpose: str,
+    name: str,
+    service: str,
+    actions: Sequence[str],
+    policy_name: str,
+    notebook: str,
+    wanted_trust: dict[str, Any] | None = None,
+) -> RoleReport:
     iam = session.client("iam")
     tags = course_tags(notebook)
     created = False
@@ -420,7 +482,9 @@ def _ensure_role(session: Any, purpose: str, name: str, service: str, actions: S
     return _describe(iam, purpose, name, service, actions, policy_name, created=created, notes=notes)
 
 
-def ensure_job_role(name: str | None = None, *, session: Any | None = None, notebook: str = DEFAULT_NOTEBOOK) -> RoleReport:
+def ensure_job_role(
+    name: str | None = None, *, session: Any | None = None, notebook: str = DEFAULT_NOTEBOOK
+) -> RoleReport:
     """Create (or reuse and repair) the training job role; returns its report.
 
     Trust: job.sagemaker.amazonaws.com with sts:AssumeRole and sts:TagSession (plus
@@ -431,8 +495,14 @@ def ensure_job_role(name: str | None = None, *, session: Any | None = None, note
     """
     session = _session(session)
     report = _ensure_role(
-        session, "training job role", name or resource_name(JOB_ROLE_KIND), JOB_SERVICE, JOB_TRUST_ACTIONS,
-        JOB_POLICY_NAME, notebook, wanted_trust=job_role_trust_policy(),
+        session,
+        "training job role",
+        name or resource_name(JOB_ROLE_KIND),
+        JOB_SERVICE,
+        JOB_TRUST_ACTIONS,
+        JOB_POLICY_NAME,
+        notebook,
+        wanted_trust=job_role_trust_policy(),
     )
     if report.arn:
         iam = session.client("iam")
@@ -448,13 +518,16 @@ def ensure_job_role(name: str | None = None, *, session: Any | None = None, note
 
             current = json.loads(unquote(current))
         if current != wanted:
-            iam.put_role_policy(RoleName=report.name, PolicyName=JOB_ROLE_INLINE_POLICY, PolicyDocument=json.dumps(wanted))
+            iam.put_role_policy(
+                RoleName=report.name, PolicyName=JOB_ROLE_INLINE_POLICY, PolicyDocument=json.dumps(wanted)
+            )
         report = dataclasses.replace(report, policies=(*report.policies, f"inline: {JOB_ROLE_INLINE_POLICY}"))
     return report
 
 
 def _missing_principals(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
     """Service principals the wanted trust policy names that the current one does not."""
+
     def services(doc: Mapping[str, Any]) -> set[str]:
         return {s for st in _statements(doc) for s in _as_list((st.get("Principal") or {}).get("Service"))}
 
@@ -479,7 +552,9 @@ def _deployed_runtime_role(session: Any) -> str | None:
             return None
 
 
-def ensure_runtime_role(name: str | None = None, *, session: Any | None = None, notebook: str = DEFAULT_NOTEBOOK) -> RoleReport:
+def ensure_runtime_role(
+    name: str | None = None, *, session: Any | None = None, notebook: str = DEFAULT_NOTEBOOK
+) -> RoleReport:
     """The agent runtime role: described live, created as a stand-in offline.
 
     Live, `agentcore deploy` (notebook 02) creates this role and attaches
@@ -494,14 +569,32 @@ def ensure_runtime_role(name: str | None = None, *, session: Any | None = None, 
         found = name or _deployed_runtime_role(session)
         if found is None:
             return RoleReport(
-                purpose, "(created by agentcore deploy)", None, False,
-                notes=("not deployed yet: `agentcore deploy` in notebook 02 creates this role with the policy attached",),
+                purpose,
+                "(created by agentcore deploy)",
+                None,
+                False,
+                notes=(
+                    "not deployed yet: `agentcore deploy` in notebook 02 creates this role with the policy attached",
+                ),
             )
-        return _describe(iam, purpose, found, RUNTIME_SERVICE, RUNTIME_TRUST_ACTIONS, RUNTIME_POLICY_NAME,
-                         created=False, notes=("created by agentcore deploy; read only here",))
+        return _describe(
+            iam,
+            purpose,
+            found,
+            RUNTIME_SERVICE,
+            RUNTIME_TRUST_ACTIONS,
+            RUNTIME_POLICY_NAME,
+            created=False,
+            notes=("created by agentcore deploy; read only here",),
+        )
     report = _ensure_role(
-        session, purpose, name or resource_name(RUNTIME_ROLE_KIND), RUNTIME_SERVICE, RUNTIME_TRUST_ACTIONS,
-        RUNTIME_POLICY_NAME, notebook,
+        session,
+        purpose,
+        name or resource_name(RUNTIME_ROLE_KIND),
+        RUNTIME_SERVICE,
+        RUNTIME_TRUST_ACTIONS,
+        RUNTIME_POLICY_NAME,
+        notebook,
     )
     note = "offline stand-in for the role agentcore deploy creates live"
     return dataclasses.replace(report, notes=(note, *report.notes))
@@ -531,7 +624,13 @@ def caller_scenarios(job_role_arn: str, region: str) -> list[Scenario]:
     other_role = f"arn:aws:iam::{account}:role/some-other-role"
     return [
         Scenario(PASS_ROLE_ACTION, job_role_arn, JOB_SERVICE, "pass the job role to an MTRL job"),
-        Scenario(PASS_ROLE_ACTION, job_role_arn, GENERIC_SAGEMAKER_SERVICE, "pass it to the generic SageMaker principal", False),
+        Scenario(
+            PASS_ROLE_ACTION,
+            job_role_arn,
+            GENERIC_SAGEMAKER_SERVICE,
+            "pass it to the generic SageMaker principal",
+            False,
+        ),
         Scenario(PASS_ROLE_ACTION, other_role, JOB_SERVICE, "pass another role", False),
         Scenario("sagemaker:CreateJob", job_arn, None, "create a job"),
         Scenario("sagemaker:ListJobs", "*", None, "list jobs"),
@@ -615,7 +714,9 @@ def check_my_permissions(job_role_arn: str, *, session: Any | None = None) -> An
             for key, values in scenario.context().items()
         ]
         result = iam.simulate_principal_policy(
-            PolicySourceArn=principal, ActionNames=[scenario.action], ResourceArns=[scenario.resource],
+            PolicySourceArn=principal,
+            ActionNames=[scenario.action],
+            ResourceArns=[scenario.resource],
             ContextEntries=entries,
         )["EvaluationResults"][0]
         rows.append({"request": scenario.expectation, "action": scenario.action, "decision": result["EvalDecision"]})
@@ -638,7 +739,10 @@ def _demo_job_document(account: str, region: str) -> dict[str, Any]:
             }
         },
         "InputDataConfig": [
-            {"ChannelName": "train", "DataSource": {"S3DataSource": {"S3Uri": f"s3://{bucket}/data/training-data.jsonl"}}}
+            {
+                "ChannelName": "train",
+                "DataSource": {"S3DataSource": {"S3Uri": f"s3://{bucket}/data/training-data.jsonl"}},
+            }
         ],
         "OutputDataConfig": {"S3OutputPath": f"s3://{bucket}/output/"},
         "TrainingConfig": {
@@ -708,7 +812,9 @@ def demonstrate_wrong_principal(
     try:
         for attempt in range(1, attempts + 1):
             code, message = _submit(sagemaker, f"{name}-{attempt}", role_arn, document)
-            rows.append({"attempt": attempt, "role trusts": GENERIC_SAGEMAKER_SERVICE, "error code": code, "message": message})
+            rows.append(
+                {"attempt": attempt, "role trusts": GENERIC_SAGEMAKER_SERVICE, "error code": code, "message": message}
+            )
         if right_role_arn:
             code, message = _submit(sagemaker, f"{name}-contrast", right_role_arn, document)
             rows.append({"attempt": "contrast", "role trusts": JOB_SERVICE, "error code": code, "message": message})

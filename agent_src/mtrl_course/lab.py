@@ -59,8 +59,10 @@ class Attachment:
 
     def rows(self) -> list[dict[str, str]]:
         """item -> value rows for a table, account IDs masked."""
-        return [{"item": key, "value": naming.mask_account(", ".join(value) if isinstance(value, tuple) else str(value))}
-                for key, value in asdict(self).items()]
+        return [
+            {"item": key, "value": naming.mask_account(", ".join(value) if isinstance(value, tuple) else str(value))}
+            for key, value in asdict(self).items()
+        ]
 
 
 def lab_file() -> Path:
@@ -84,12 +86,19 @@ def _run_of(describe: Mapping[str, Any]) -> str:
     tagged = _tags(describe).get(naming.TAG_RUN_ID)
     if tagged:
         return tagged
-    match = re.match(rf"^{re.escape(naming.NAME_PREFIX)}-{TRAINING_KIND}-([a-z0-9]{{1,12}})-", describe.get("JobName", ""))
+    match = re.match(
+        rf"^{re.escape(naming.NAME_PREFIX)}-{TRAINING_KIND}-([a-z0-9]{{1,12}})-", describe.get("JobName", "")
+    )
     return match.group(1) if match else ""
 
 
 def _jobs(sagemaker: Any, category: str, name_contains: str | None = None) -> list[dict[str, Any]]:
-    params: dict[str, Any] = {"JobCategory": category, "SortBy": "CreationTime", "SortOrder": "Descending", "MaxResults": LIST_PAGE}
+    params: dict[str, Any] = {
+        "JobCategory": category,
+        "SortBy": "CreationTime",
+        "SortOrder": "Descending",
+        "MaxResults": LIST_PAGE,
+    }
     if name_contains:
         params["NameContains"] = name_contains
     summaries: list[dict[str, Any]] = []
@@ -109,13 +118,17 @@ def _training_job(sagemaker: Any, run_or_job: str) -> dict[str, Any]:
         if code not in ("ResourceNotFound", "ResourceNotFoundException", "ValidationException"):
             raise
     if not RUN_ID.match(run_or_job):
-        raise NotFound(f"no training job named {run_or_job!r} here, and it is not a run id (1 to 12 lowercase letters or digits)")
+        raise NotFound(
+            f"no training job named {run_or_job!r} here, and it is not a run id (1 to 12 lowercase letters or digits)"
+        )
     candidates = _jobs(sagemaker, service_spec.TRAINING, f"{naming.NAME_PREFIX}-{TRAINING_KIND}-{run_or_job}-")
     # Prefer a finished job: it has metrics to the end and an output model package.
     candidates.sort(key=lambda s: (s.get("JobStatus") != "Completed", -s["CreationTime"].timestamp()))
     if not candidates:
-        raise NotFound(f"no training job of run {run_or_job!r} in this account and Region (names {naming.NAME_PREFIX}-"
-                       f"{TRAINING_KIND}-{run_or_job}-...); ask your instructor for the run id or the job name")
+        raise NotFound(
+            f"no training job of run {run_or_job!r} in this account and Region (names {naming.NAME_PREFIX}-"
+            f"{TRAINING_KIND}-{run_or_job}-...); ask your instructor for the run id or the job name"
+        )
     return sagemaker.describe_job(JobName=candidates[0]["JobName"], JobCategory=service_spec.TRAINING)
 
 
@@ -148,8 +161,10 @@ def attach(run_or_job: str, session: Any | None = None, *, save: bool = True) ->
     sagemaker = session.client("sagemaker")
     describe = _training_job(sagemaker, run_or_job)
     document = json.loads(describe.get("JobConfigDocument") or "{}")
-    channels = {c.get("ChannelName"): ((c.get("DataSource") or {}).get("S3DataSource") or {}).get("S3Uri", "")
-                for c in document.get("InputDataConfig") or []}
+    channels = {
+        c.get("ChannelName"): ((c.get("DataSource") or {}).get("S3DataSource") or {}).get("S3Uri", "")
+        for c in document.get("InputDataConfig") or []
+    }
     train_uri = channels.get("train", "")
     run = _run_of(describe) or run_or_job
     attachment = Attachment(
@@ -158,16 +173,27 @@ def attach(run_or_job: str, session: Any | None = None, *, save: bool = True) ->
         job_status=str(describe.get("JobStatus", "")),
         region=session.region_name or config.OFFLINE_REGION,
         job_role_arn=describe.get("RoleArn", ""),
-        runtime_arn=((document.get("AgentConfig") or {}).get("BedrockAgentCoreConfig") or {}).get("AgentRuntimeArn", ""),
-        mlflow_app_arn=(((document.get("TrainingConfig") or {}).get("MlflowConfig")
-                         or (document.get("OutputDataConfig") or {}).get("MlflowConfig") or {}).get("MlflowResourceArn", "")),
-        bucket=train_uri[len("s3://"):].split("/", 1)[0] if train_uri.startswith("s3://") else "",
+        runtime_arn=((document.get("AgentConfig") or {}).get("BedrockAgentCoreConfig") or {}).get(
+            "AgentRuntimeArn", ""
+        ),
+        mlflow_app_arn=(
+            (
+                (document.get("TrainingConfig") or {}).get("MlflowConfig")
+                or (document.get("OutputDataConfig") or {}).get("MlflowConfig")
+                or {}
+            ).get("MlflowResourceArn", "")
+        ),
+        bucket=train_uri[len("s3://") :].split("/", 1)[0] if train_uri.startswith("s3://") else "",
         train_s3_uri=train_uri,
         validation_s3_uri=channels.get("validation", ""),
         output_s3_uri=(document.get("OutputDataConfig") or {}).get("S3OutputPath", ""),
         evaluation_jobs=_evaluation_jobs(sagemaker, run),
     )
-    missing = [name for name in ("job_role_arn", "runtime_arn", "mlflow_app_arn", "train_s3_uri") if not getattr(attachment, name)]
+    missing = [
+        name
+        for name in ("job_role_arn", "runtime_arn", "mlflow_app_arn", "train_s3_uri")
+        if not getattr(attachment, name)
+    ]
     if missing:
         raise NotFound(f"training job {attachment.job_name} does not name its {', '.join(missing)} (DescribeJob)")
     if save:
@@ -233,14 +259,16 @@ def evaluation_results(attachment: Attachment | None = None, session: Any | None
         sent = (document.get("EvaluationConfig") or {}).get("HyperParameters") or {}
         match = _EVAL_NAME.match(name)
         temperature = sent.get("temperature", sent.get("sampling_temperature"))
-        rows.append({
-            "model": match["label"] if match else ("trained" if document.get("ModelPackageConfig") else "base"),
-            "effort": match["effort"] if match else "-",
-            "temperature": float(temperature) if temperature is not None else float(default_temperature),
-            "pass_at_1": metrics.get("eval/reward/pass_at_1"),
-            "mean_reward": metrics.get("eval/reward/mean"),
-            "job_name": name,
-        })
+        rows.append(
+            {
+                "model": match["label"] if match else ("trained" if document.get("ModelPackageConfig") else "base"),
+                "effort": match["effort"] if match else "-",
+                "temperature": float(temperature) if temperature is not None else float(default_temperature),
+                "pass_at_1": metrics.get("eval/reward/pass_at_1"),
+                "mean_reward": metrics.get("eval/reward/mean"),
+                "job_name": name,
+            }
+        )
     return pd.DataFrame(rows, columns=["model", "effort", "temperature", "pass_at_1", "mean_reward", "job_name"])
 
 

@@ -52,7 +52,7 @@ STEP = "step"
 WALKTHROUGH_LABEL = "gpt-oss-20b after training, as reported by the AWS walkthrough"
 STAND_IN_LABEL = "stand-in policy (not gpt-oss-20b)"
 WALKTHROUGH_GAME = ("PASTE", ("CRANE", "ALIVE", "HASTE", "PASTE"))
-SQUARES = {"G": "\U0001F7E9", "Y": "\U0001F7E8", "X": "\u2B1B"}
+SQUARES = {"G": "\U0001f7e9", "Y": "\U0001f7e8", "X": "\u2b1b"}
 # The presigned UI URL is valid this long at most (CreatePresignedMlflowAppUrl's ExpiresInSeconds
 # is 5 to 300); the browser session it starts lasts longer (SessionExpirationDurationInSeconds).
 PRESIGNED_MAX_SECONDS = 300
@@ -194,7 +194,6 @@ def how_to_open_ui(resources: Any) -> str:
     """How to open the job's MLflow UI in the current mode (text to print; starts nothing)."""
     arn = _mlflow_app_arn(resources)
     if config.is_live():
-
         return "\n".join(
             [
                 f"live: your MLflow app is {naming.mask_account(arn)} (the full ARN is resources.mlflow_app_arn).",
@@ -310,7 +309,9 @@ class TracedGame:
             lines += [f"    {line.lstrip('- ')}" for line in turn.summary]
             events = ", ".join(f"{name} {points:+.1f}" for name, points in turn.events)
             lines.append(f"    shaping: {events} = {turn.points:+.1f}")
-        outcome = f"solved in {len(self.guesses)} guesses" if self.solved else f"not solved after {len(self.guesses)} guesses"
+        outcome = (
+            f"solved in {len(self.guesses)} guesses" if self.solved else f"not solved after {len(self.guesses)} guesses"
+        )
         lines.append("")
         lines.append(f"result: {outcome}; shaping score {self.shaping_score:+.1f}; final reward {self.reward:+.3f}")
         return "\n".join(lines)
@@ -349,8 +350,12 @@ def render(game: Any, label: str, note: str = "") -> TracedGame:
             )
         )
     if abs(replay.final_reward() - game.final_reward()) > 1e-9:
-        raise RuntimeError(f"replaying the game of {game.answer} gave reward {replay.final_reward()}, not {game.final_reward()}")
-    return TracedGame(label, game.answer, tuple(turns), game.solved, float(game.score), float(game.final_reward()), note)
+        raise RuntimeError(
+            f"replaying the game of {game.answer} gave reward {replay.final_reward()}, not {game.final_reward()}"
+        )
+    return TracedGame(
+        label, game.answer, tuple(turns), game.solved, float(game.score), float(game.final_reward()), note
+    )
 
 
 def replay(answer: str, guesses: Iterable[str], label: str, note: str = "") -> TracedGame:
@@ -370,7 +375,12 @@ def walkthrough_game() -> TracedGame:
     course's game code (the walkthrough does not report a reward for this game).
     """
     answer, guesses = WALKTHROUGH_GAME
-    return replay(answer, guesses, WALKTHROUGH_LABEL, "its guesses as reported; feedback, shaping and reward computed by this course's game code")
+    return replay(
+        answer,
+        guesses,
+        WALKTHROUGH_LABEL,
+        "its guesses as reported; feedback, shaping and reward computed by this course's game code",
+    )
 
 
 # --- playing a game with the trained stand-in ---------------------------------------------------------

@@ -33,6 +33,7 @@ PLACEHOLDER_ACCOUNTS = frozenset({config.PLACEHOLDER_ACCOUNT, config.MOTO_ACCOUN
 ACCOUNT_ID = re.compile(r"(?<!\d)\d{12}(?!\d)")
 MASK_KEEP = 4
 
+
 def mask_account(text: str) -> str:
     """`text` with every real-looking 12-digit account ID masked to its last four digits.
 

@@ -105,7 +105,9 @@ def _check_address(family: int, address: Any) -> None:
                 f"offline mode: connection to {host}:{port} refused; only loopback (127.0.0.1, "
                 "localhost) is allowed. Set MTRL_MODE=live to use AWS."
             )
-    elif family == getattr(socket, "AF_PACKET", None) and not (isinstance(address, tuple) and address and address[0] == "lo"):
+    elif family == getattr(socket, "AF_PACKET", None) and not (
+        isinstance(address, tuple) and address and address[0] == "lo"
+    ):
         # A raw frame needs no address resolution and no route: only the loopback interface.
         raise OfflineNetworkError("offline mode: raw packets are allowed on the loopback interface only")
 
@@ -118,7 +120,9 @@ def _check_lookup(host: Any) -> None:
 
 def _check_reverse(address: Any) -> None:
     if not is_local_host(address):
-        raise OfflineLookupError(socket.EAI_NONAME, f"offline mode: reverse lookup of {address!r} refused (loopback only)")
+        raise OfflineLookupError(
+            socket.EAI_NONAME, f"offline mode: reverse lookup of {address!r} refused (loopback only)"
+        )
 
 
 def _first(args: tuple) -> Any:

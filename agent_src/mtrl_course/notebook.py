@@ -52,9 +52,27 @@ BOOTSTRAP_TAGS = ("bootstrap", "nbval-ignore-output")
 # Loggers that report every request or invocation at INFO; a lesson wants their warnings only.
 # bedrock_agentcore.app logs one JSON line per invocation, sagemaker-core logs JSON lines.
 NOISY_LOGGERS = (
-    "bedrock_agentcore", "bedrock_agentcore.app", "botocore", "boto3", "urllib3", "httpx", "httpcore",
-    "openai", "strands", "opentelemetry", "mlflow", "alembic", "sagemaker", "sagemaker.core",
-    "sagemaker.train", "uvicorn", "uvicorn.error", "uvicorn.access", "moto", "matplotlib", "asyncio",
+    "bedrock_agentcore",
+    "bedrock_agentcore.app",
+    "botocore",
+    "boto3",
+    "urllib3",
+    "httpx",
+    "httpcore",
+    "openai",
+    "strands",
+    "opentelemetry",
+    "mlflow",
+    "alembic",
+    "sagemaker",
+    "sagemaker.core",
+    "sagemaker.train",
+    "uvicorn",
+    "uvicorn.error",
+    "uvicorn.access",
+    "moto",
+    "matplotlib",
+    "asyncio",
 )
 # Warnings that are third-party housekeeping, not lessons: deprecations inside the SDKs (the
 # OmegaConf resolver notice sagemaker-train prints during train()), starlette's httpx notice, and

@@ -24,8 +24,16 @@ ALLOWED, EXPLICIT_DENY, IMPLICIT_DENY = "allowed", "explicitDeny", "implicitDeny
 
 _VARIABLE = re.compile(r"\$\{([^}]+)\}")
 _SUPPORTED_BASES = (
-    "StringEquals", "StringNotEquals", "StringEqualsIgnoreCase", "StringLike", "StringNotLike",
-    "ArnEquals", "ArnNotEquals", "ArnLike", "ArnNotLike", "Bool",
+    "StringEquals",
+    "StringNotEquals",
+    "StringEqualsIgnoreCase",
+    "StringLike",
+    "StringNotLike",
+    "ArnEquals",
+    "ArnNotEquals",
+    "ArnLike",
+    "ArnNotLike",
+    "Bool",
 )
 
 
@@ -61,7 +69,9 @@ def _resolve_variables(pattern: str, context: Mapping[str, Sequence[str]], missi
     return None if unresolved else resolved
 
 
-def _condition_holds(operator: str, key: str, expected: Any, context: Mapping[str, Sequence[str]], missing: set[str]) -> bool:
+def _condition_holds(
+    operator: str, key: str, expected: Any, context: Mapping[str, Sequence[str]], missing: set[str]
+) -> bool:
     base = operator.removesuffix("IfExists")
     if base not in _SUPPORTED_BASES:
         raise ValueError(f"condition operator {operator!r} is not supported by the course's policy evaluator")
@@ -86,7 +96,9 @@ def _condition_holds(operator: str, key: str, expected: Any, context: Mapping[st
     return any(v.lower() in {w.lower() for w in wanted} for v in values)  # Bool
 
 
-def _resource_matches(patterns: Sequence[Any], resource: str, context: Mapping[str, Sequence[str]], missing: set[str]) -> bool:
+def _resource_matches(
+    patterns: Sequence[Any], resource: str, context: Mapping[str, Sequence[str]], missing: set[str]
+) -> bool:
     for pattern in patterns:
         resolved = _resolve_variables(str(pattern), context, missing)
         # A request for "*" (no resource given) matches only a "*" statement, as in IAM's simulator.
@@ -96,7 +108,10 @@ def _resource_matches(patterns: Sequence[Any], resource: str, context: Mapping[s
 
 
 def statement_applies(
-    statement: Mapping[str, Any], action: str, resource: str, context: Mapping[str, Sequence[str]],
+    statement: Mapping[str, Any],
+    action: str,
+    resource: str,
+    context: Mapping[str, Sequence[str]],
     missing: set[str] | None = None,
 ) -> bool:
     """Whether one statement matches the request (action, resource and every condition)."""

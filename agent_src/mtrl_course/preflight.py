@@ -105,15 +105,23 @@ def models_in_region(region: str | None) -> list[str]:
 
 def check_credentials(source: str | None) -> Check:
     if source is None:
-        return Check("credentials", FAIL, "no AWS credentials found",
-                     "run `aws configure` or `aws sso login`, or open the course in a SageMaker Studio space")
+        return Check(
+            "credentials",
+            FAIL,
+            "no AWS credentials found",
+            "run `aws configure` or `aws sso login`, or open the course in a SageMaker Studio space",
+        )
     return Check("credentials", OK, f"found ({source})")
 
 
 def check_identity(arn: str | None, error: str | None) -> Check:
     if arn is None:
-        return Check("caller identity", FAIL, f"sts:GetCallerIdentity failed: {mask_account(error or 'no answer')}",
-                     "refresh your credentials (expired SSO sessions are the usual cause)")
+        return Check(
+            "caller identity",
+            FAIL,
+            f"sts:GetCallerIdentity failed: {mask_account(error or 'no answer')}",
+            "refresh your credentials (expired SSO sessions are the usual cause)",
+        )
     return Check("caller identity", OK, mask_account(arn))
 
 
@@ -124,17 +132,26 @@ def check_region(region: str | None, model: str = COURSE_MODEL) -> Check:
     if model in offered:
         return Check("Region", OK, f"{region} offers {model}")
     if offered:
-        return Check("Region", WARN, f"{region} offers {', '.join(offered)} but not {model}, the course's model",
-                     f"use one of {', '.join(MODEL_REGIONS[model])}")
-    return Check("Region", FAIL, f"{region} offers no multi-turn RL base model",
-                 f"use one of {', '.join(MODEL_REGIONS[model])} (agent, data and job must share it)")
+        return Check(
+            "Region",
+            WARN,
+            f"{region} offers {', '.join(offered)} but not {model}, the course's model",
+            f"use one of {', '.join(MODEL_REGIONS[model])}",
+        )
+    return Check(
+        "Region",
+        FAIL,
+        f"{region} offers no multi-turn RL base model",
+        f"use one of {', '.join(MODEL_REGIONS[model])} (agent, data and job must share it)",
+    )
 
 
 def check_models(region: str | None) -> Check:
     offered = models_in_region(region)
     if not offered:
-        return Check("base models in Region", FAIL, f"none documented for {region or 'no Region'}",
-                     "use us-east-1 or us-west-2")
+        return Check(
+            "base models in Region", FAIL, f"none documented for {region or 'no Region'}", "use us-east-1 or us-west-2"
+        )
     return Check("base models in Region", OK, ", ".join(offered) + " (documented matrix)")
 
 
@@ -143,20 +160,32 @@ def check_botocore(version: str, knows_create_job: bool) -> Check:
     if knows_create_job and version_tuple(version) >= MIN_BOTOCORE:
         return Check("botocore knows CreateJob", OK, f"botocore {version} (needs {floor} or later)")
     reason = "has no CreateJob operation" if not knows_create_job else f"is older than {floor}"
-    return Check("botocore knows CreateJob", FAIL, f"botocore {version} {reason}",
-                 "reinstall from requirements.lock (`make venv`, or the install cell of this notebook in Studio)")
+    return Check(
+        "botocore knows CreateJob",
+        FAIL,
+        f"botocore {version} {reason}",
+        "reinstall from requirements.lock (`make venv`, or the install cell of this notebook in Studio)",
+    )
 
 
 def check_quota(category: str, running: int | None, error: str | None = None) -> Check:
     label, limit = JOB_QUOTAS[category]
     name = f"quota: {label} at a time"
     if running is None:
-        return Check(name, WARN, f"could not list {category} jobs: {mask_account(error or 'unknown error')}",
-                     "check that your account can call sagemaker:ListJobs (and is enabled for AgentRFT)")
+        return Check(
+            name,
+            WARN,
+            f"could not list {category} jobs: {mask_account(error or 'unknown error')}",
+            "check that your account can call sagemaker:ListJobs (and is enabled for AgentRFT)",
+        )
     detail = f"default quota {limit} (adjustable); {running} running now"
     if running >= limit:
-        return Check(name, WARN, detail,
-                     "a new job fails with ResourceLimitExceeded until the running one ends; wait, or request an increase in Service Quotas")
+        return Check(
+            name,
+            WARN,
+            detail,
+            "a new job fails with ResourceLimitExceeded until the running one ends; wait, or request an increase in Service Quotas",
+        )
     return Check(name, OK, detail)
 
 
@@ -166,8 +195,12 @@ def check_node(version: str | None) -> Check:
     major = version_tuple(version)[:1]
     if major and major[0] >= MIN_NODE_MAJOR:
         return Check("Node.js (AgentCore CLI)", OK, f"node {version}")
-    return Check("Node.js (AgentCore CLI)", WARN, f"node {version} is older than {MIN_NODE_MAJOR}",
-                 f"install Node.js {MIN_NODE_MAJOR}+ before notebook 02")
+    return Check(
+        "Node.js (AgentCore CLI)",
+        WARN,
+        f"node {version} is older than {MIN_NODE_MAJOR}",
+        f"install Node.js {MIN_NODE_MAJOR}+ before notebook 02",
+    )
 
 
 def check_tool(name: str, path: str | None, install: str) -> Check:
@@ -183,21 +216,39 @@ def stand_ins(versions: Mapping[str, str]) -> list[Check]:
         return versions.get(name, "?")
 
     return [
-        Check("mode", INFO, "offline: no AWS account, no network beyond loopback",
-              "set MTRL_MODE=live to use your AWS account"),
+        Check(
+            "mode",
+            INFO,
+            "offline: no AWS account, no network beyond loopback",
+            "set MTRL_MODE=live to use your AWS account",
+        ),
         Check("credentials", STAND_IN, "fake keys that only moto and the local stand-ins accept"),
-        Check("AWS control plane", STAND_IN,
-              f"moto {v('moto')}: IAM, STS, S3, CloudFormation, CloudWatch Logs, model packages"),
-        Check("SageMaker MTRL service", STAND_IN,
-              "local service (mtrl_course.local.service): CreateJob/DescribeJob/ListJobs/StopJob with the service's checks and quotas"),
-        Check("SageMaker Job Runtime", STAND_IN,
-              "loopback emulator (mtrl_course.local.jobruntime): OpenAI-compatible sampling, bearer tokens, rewards"),
-        Check("AgentCore runtime", STAND_IN,
-              "the real agent app served on 127.0.0.1 (mtrl_course.local.runtime)"),
-        Check("policy model", STAND_IN,
-              "a small learnable stand-in policy (mtrl_course.local.policy), not gpt-oss: its numbers are its own"),
-        Check("AWS managed policies", STAND_IN,
-              "customer-managed copies of the same name in the moto account (created in notebook 01)"),
+        Check(
+            "AWS control plane",
+            STAND_IN,
+            f"moto {v('moto')}: IAM, STS, S3, CloudFormation, CloudWatch Logs, model packages",
+        ),
+        Check(
+            "SageMaker MTRL service",
+            STAND_IN,
+            "local service (mtrl_course.local.service): CreateJob/DescribeJob/ListJobs/StopJob with the service's checks and quotas",
+        ),
+        Check(
+            "SageMaker Job Runtime",
+            STAND_IN,
+            "loopback emulator (mtrl_course.local.jobruntime): OpenAI-compatible sampling, bearer tokens, rewards",
+        ),
+        Check("AgentCore runtime", STAND_IN, "the real agent app served on 127.0.0.1 (mtrl_course.local.runtime)"),
+        Check(
+            "policy model",
+            STAND_IN,
+            "a small learnable stand-in policy (mtrl_course.local.policy), not gpt-oss: its numbers are its own",
+        ),
+        Check(
+            "AWS managed policies",
+            STAND_IN,
+            "customer-managed copies of the same name in the moto account (created in notebook 01)",
+        ),
         Check("MLflow app", STAND_IN, f"local sqlite store, MLflow {v('mlflow')}"),
     ]
 

@@ -93,8 +93,19 @@ class CourseResources:
 
     def rows(self) -> list[dict[str, str]]:
         """item -> value rows for a notebook table, account IDs masked."""
-        shown = ("mode", "region", "account", "job_role_arn", "bucket", "train_s3_uri", "validation_s3_uri",
-                 "output_s3_uri", "mlflow_app_arn", "runtime_arn", "reasoning_effort")
+        shown = (
+            "mode",
+            "region",
+            "account",
+            "job_role_arn",
+            "bucket",
+            "train_s3_uri",
+            "validation_s3_uri",
+            "output_s3_uri",
+            "mlflow_app_arn",
+            "runtime_arn",
+            "reasoning_effort",
+        )
         return [{"item": name, "value": naming.mask_account(str(getattr(self, name)))} for name in shown]
 
 
@@ -103,8 +114,9 @@ _OFFLINE: CourseResources | None = None
 
 
 # ------------------------------------------------------------------------------------------ prepare
-def prepare(session: Any | None = None, *, reasoning_effort: str = DEFAULT_REASONING_EFFORT,
-            notebook: str = DEFAULT_NOTEBOOK) -> CourseResources:
+def prepare(
+    session: Any | None = None, *, reasoning_effort: str = DEFAULT_REASONING_EFFORT, notebook: str = DEFAULT_NOTEBOOK
+) -> CourseResources:
     """The course resources for this mode (see the module docstring).
 
     Offline: creates (or reuses) role, bucket and datasets, MLflow app, local runtime (with
@@ -176,10 +188,19 @@ def _prepare_offline(session: Any | None, effort: str, notebook: str) -> CourseR
         adapters = offline_adapter_dir(backend)
         local.install_runners(lane=local.LANE_FAST, adapter_dir=adapters)
         _OFFLINE = CourseResources(
-            mode=config.MODE.value, region=region, account=account, job_role_arn=str(role.arn), bucket=bucket,
-            train_s3_uri=uploaded[0].uri, validation_s3_uri=uploaded[1].uri,
-            output_s3_uri=storage.output_uri(session, bucket=bucket), mlflow_app_arn=mlflow_arn,
-            runtime_arn=runtime.arn, runtime=runtime, reasoning_effort=effort, adapter_dir=adapters,
+            mode=config.MODE.value,
+            region=region,
+            account=account,
+            job_role_arn=str(role.arn),
+            bucket=bucket,
+            train_s3_uri=uploaded[0].uri,
+            validation_s3_uri=uploaded[1].uri,
+            output_s3_uri=storage.output_uri(session, bucket=bucket),
+            mlflow_app_arn=mlflow_arn,
+            runtime_arn=runtime.arn,
+            runtime=runtime,
+            reasoning_effort=effort,
+            adapter_dir=adapters,
             state_dir=Path(backend.state_dir),
         )
         return _OFFLINE
@@ -226,16 +247,25 @@ def mlflow_role_policy(bucket: str) -> dict[str, Any]:
     return {
         "Version": iam.POLICY_VERSION,
         "Statement": [
-            {"Sid": "ArtifactObjects", "Effect": "Allow", "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
-             "Resource": f"arn:aws:s3:::{bucket}/*"},
-            {"Sid": "ArtifactBucket", "Effect": "Allow", "Action": ["s3:ListBucket", "s3:GetBucketLocation"],
-             "Resource": f"arn:aws:s3:::{bucket}"},
+            {
+                "Sid": "ArtifactObjects",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+                "Resource": f"arn:aws:s3:::{bucket}/*",
+            },
+            {
+                "Sid": "ArtifactBucket",
+                "Effect": "Allow",
+                "Action": ["s3:ListBucket", "s3:GetBucketLocation"],
+                "Resource": f"arn:aws:s3:::{bucket}",
+            },
         ],
     }
 
 
-def ensure_mlflow_role(bucket: str, name: str | None = None, *, session: Any | None = None,
-                       notebook: str = DEFAULT_NOTEBOOK) -> iam.RoleReport:
+def ensure_mlflow_role(
+    bucket: str, name: str | None = None, *, session: Any | None = None, notebook: str = DEFAULT_NOTEBOOK
+) -> iam.RoleReport:
     """Create (or reuse and repair) the MLflow app's own role; returns its report.
 
     Not the job role: CreateMlflowApp hands its role to SageMaker (the generic principal), which
@@ -251,23 +281,44 @@ def ensure_mlflow_role(bucket: str, name: str | None = None, *, session: Any | N
     created = False
     notes: list[str] = []
     if role is None:
-        iam_client.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(wanted_trust),
-                               Description="MLflow app role for the multi-turn RL Wordle course", Tags=naming.course_tags(notebook))
+        iam_client.create_role(
+            RoleName=name,
+            AssumeRolePolicyDocument=json.dumps(wanted_trust),
+            Description="MLflow app role for the multi-turn RL Wordle course",
+            Tags=naming.course_tags(notebook),
+        )
         created = True
     elif iam.trust_problems(iam._trust_document(role), iam.MLFLOW_SERVICE, iam.RUNTIME_TRUST_ACTIONS):
         iam_client.update_assume_role_policy(RoleName=name, PolicyDocument=json.dumps(wanted_trust))
         notes.append(f"trust policy replaced: it did not let {iam.MLFLOW_SERVICE} assume the role")
-    iam_client.put_role_policy(RoleName=name, PolicyName=MLFLOW_ROLE_POLICY, PolicyDocument=json.dumps(mlflow_role_policy(bucket)))
+    iam_client.put_role_policy(
+        RoleName=name, PolicyName=MLFLOW_ROLE_POLICY, PolicyDocument=json.dumps(mlflow_role_policy(bucket))
+    )
     role = iam._read_role(iam_client, name) or {}
     return iam.RoleReport(
-        "MLflow app role", name, role.get("Arn"), bool(role), (iam.MLFLOW_SERVICE,), iam.RUNTIME_TRUST_ACTIONS,
-        (f"inline: {MLFLOW_ROLE_POLICY}",), created, tuple(iam.trust_problems(iam._trust_document(role), iam.MLFLOW_SERVICE, iam.RUNTIME_TRUST_ACTIONS)) if role else (),
+        "MLflow app role",
+        name,
+        role.get("Arn"),
+        bool(role),
+        (iam.MLFLOW_SERVICE,),
+        iam.RUNTIME_TRUST_ACTIONS,
+        (f"inline: {MLFLOW_ROLE_POLICY}",),
+        created,
+        tuple(iam.trust_problems(iam._trust_document(role), iam.MLFLOW_SERVICE, iam.RUNTIME_TRUST_ACTIONS))
+        if role
+        else (),
         tuple(notes),
     )
 
 
-def ensure_mlflow_app(session: Any | None = None, *, bucket: str | None = None, role_arn: str | None = None,
-                      notebook: str = DEFAULT_NOTEBOOK, confirm_spend: bool = False) -> str:
+def ensure_mlflow_app(
+    session: Any | None = None,
+    *,
+    bucket: str | None = None,
+    role_arn: str | None = None,
+    notebook: str = DEFAULT_NOTEBOOK,
+    confirm_spend: bool = False,
+) -> str:
     """The course's MLflow app: found, or created (and waited for until it is usable).
 
     An MLflow app bills for as long as it exists, so live it is only created with
@@ -299,9 +350,13 @@ def ensure_mlflow_app(session: Any | None = None, *, bucket: str | None = None, 
         if status in MLFLOW_READY_STATUSES:
             return arn
         if status in MLFLOW_FAILED_STATUSES:
-            raise RuntimeError(f"MLflow app {naming.mask_account(arn)} ended in status {status}; see the SageMaker AI console")
+            raise RuntimeError(
+                f"MLflow app {naming.mask_account(arn)} ended in status {status}; see the SageMaker AI console"
+            )
         if time.monotonic() > deadline:
-            raise TimeoutError(f"MLflow app {naming.mask_account(arn)} is still {status} after {MLFLOW_CREATE_TIMEOUT_S / 60:.0f} min")
+            raise TimeoutError(
+                f"MLflow app {naming.mask_account(arn)} is still {status} after {MLFLOW_CREATE_TIMEOUT_S / 60:.0f} min"
+            )
         time.sleep(MLFLOW_POLL_S)
 
 
@@ -393,7 +448,9 @@ def _own_datasets_exist(session: Any, bucket: str) -> bool:
     if not storage.bucket_exists(bucket, session):
         return False
     uris = storage.dataset_uris(session, bucket=bucket)
-    return all(storage.prefix_exists(*storage.parse_s3_uri(uri), session) for uri in (uris["training"], uris["validation"]))
+    return all(
+        storage.prefix_exists(*storage.parse_s3_uri(uri), session) for uri in (uris["training"], uris["validation"])
+    )
 
 
 def _discover_live(session: Any | None) -> CourseResources:
@@ -423,11 +480,17 @@ def _discover_live(session: Any | None) -> CourseResources:
     bucket = storage.bucket_name(session)
     train_uri = validation_uri = ""
     output_uri = ""
-    if attachment is not None and not os.environ.get(storage.BUCKET_ENV_VAR, "").strip() and not _own_datasets_exist(session, bucket):
+    if (
+        attachment is not None
+        and not os.environ.get(storage.BUCKET_ENV_VAR, "").strip()
+        and not _own_datasets_exist(session, bucket)
+    ):
         bucket, train_uri, validation_uri = attachment.bucket, attachment.train_s3_uri, attachment.validation_s3_uri
         output_uri = attachment.output_s3_uri
     elif not storage.bucket_exists(bucket, session):
-        missing.append(f"the S3 bucket {naming.mask_account(bucket)} with the datasets (notebook 04 creates it; or set {storage.BUCKET_ENV_VAR})")
+        missing.append(
+            f"the S3 bucket {naming.mask_account(bucket)} with the datasets (notebook 04 creates it; or set {storage.BUCKET_ENV_VAR})"
+        )
     else:
         uris = storage.dataset_uris(session, bucket=bucket)
         train_uri, validation_uri = uris["training"], uris["validation"]
@@ -443,7 +506,9 @@ def _discover_live(session: Any | None) -> CourseResources:
         except LookupError:
             runtime_arn = attachment.runtime_arn if attachment is not None else ""
         if not runtime_arn:
-            missing.append(f"the AgentCore runtime {deploy.deployed_runtime_name()} (notebook 02 deploys it; or set {RUNTIME_ENV})")
+            missing.append(
+                f"the AgentCore runtime {deploy.deployed_runtime_name()} (notebook 02 deploys it; or set {RUNTIME_ENV})"
+            )
 
     mlflow_arn = find_mlflow_app(session) or (attachment.mlflow_app_arn if attachment is not None else "")
     if not mlflow_arn:
@@ -453,17 +518,25 @@ def _discover_live(session: Any | None) -> CourseResources:
         )
     if missing:
         raise LookupError(
-            f"live mode ({naming.mask_account(account)}, {region}): these course resources are missing:\n  - " + "\n  - ".join(missing)
+            f"live mode ({naming.mask_account(account)}, {region}): these course resources are missing:\n  - "
+            + "\n  - ".join(missing)
             + "\nIn a lab, `mtrl lab attach <your instructor's run id>` (or lab.attach(...)) fills them in from the instructor's run."
         )
     resources = CourseResources(
-        mode=config.MODE.value, region=region, account=account, job_role_arn=role_arn, bucket=bucket,
-        train_s3_uri=train_uri, validation_s3_uri=validation_uri, output_s3_uri=output_uri or storage.output_uri(session, bucket=bucket),
-        mlflow_app_arn=mlflow_arn, runtime_arn=runtime_arn, runtime=None,
+        mode=config.MODE.value,
+        region=region,
+        account=account,
+        job_role_arn=role_arn,
+        bucket=bucket,
+        train_s3_uri=train_uri,
+        validation_s3_uri=validation_uri,
+        output_s3_uri=output_uri or storage.output_uri(session, bucket=bucket),
+        mlflow_app_arn=mlflow_arn,
+        runtime_arn=runtime_arn,
+        runtime=None,
     )
     try:
         resources.reasoning_effort = deployed_reasoning_effort(resources, session)
     except Exception:  # reading the runtime's variables needs GetAgentRuntime; not worth failing for
         resources.reasoning_effort = None
     return resources
-

@@ -43,7 +43,9 @@ def tagged_arns(session: Any) -> set[str]:
 
 
 # Course-made names end in the run id: mtrl-wordle-job-role-<run>, mtrl-wordle-mlflow-<run>, ...
-RUN_NAMED = re.compile(rf"^{re.escape(NAME_PREFIX)}-(?:job-role|runtime-role|mlflow-role|mlflow|wrong-principal|train|eval)-(?P<run>[a-z0-9]{{1,12}})$")
+RUN_NAMED = re.compile(
+    rf"^{re.escape(NAME_PREFIX)}-(?:job-role|runtime-role|mlflow-role|mlflow|wrong-principal|train|eval)-(?P<run>[a-z0-9]{{1,12}})$"
+)
 
 
 def other_runs(session: Any | None = None) -> set[str]:
@@ -96,5 +98,7 @@ class Scope:
         return not self.others
 
     def shared_reason(self) -> str:
-        return (f"shared by every course run in the account, and other runs are here ({', '.join(sorted(self.others))}); "
-                "delete it by hand when none of them needs it")
+        return (
+            f"shared by every course run in the account, and other runs are here ({', '.join(sorted(self.others))}); "
+            "delete it by hand when none of them needs it"
+        )

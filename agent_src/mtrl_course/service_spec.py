@@ -49,8 +49,15 @@ UNPUBLISHED_MODELS = ("Gemma-4-31B-it", "Qwen 3.6 27B")
 # The learning-rate default is the table's 4e-5; a third-party Wordle sample calls 1e-5 the
 # documented default for both models (aws-docs.md §1.3 CONFLICT). Check get_info() live.
 ADVANTAGE_METHODS = (
-    "monte_carlo", "group_based", "group_based_per_turn", "rloo", "reinforce_pp",
-    "reinforce_pp_baseline", "opo", "grpo_passk", "gpg",
+    "monte_carlo",
+    "group_based",
+    "group_based_per_turn",
+    "rloo",
+    "reinforce_pp",
+    "reinforce_pp_baseline",
+    "opo",
+    "grpo_passk",
+    "gpg",
 )
 LOSS_FUNCTIONS = ("importance_sampling", "ppo", "cispo")
 PASS_K_VALUES = [1, 2, 4, 8, 16, 32]
@@ -93,10 +100,18 @@ TRAINING_SPEC: dict[str, dict[str, Any]] = {
 EVALUATION_SPEC: dict[str, dict[str, Any]] = {
     "eval_group_size": {**TRAINING_SPEC["group_size"], "default": 1, "min": 1},
     "temperature": {**TRAINING_SPEC["temperature"], "default": 0.0},
-    **{name: dict(TRAINING_SPEC[name]) for name in (
-        "sampling_top_p", "sampling_max_tokens", "pass_k_values", "success_threshold",
-        "rollout_timeout", "rollout_max_concurrency", "rollout_max_retries",
-    )},
+    **{
+        name: dict(TRAINING_SPEC[name])
+        for name in (
+            "sampling_top_p",
+            "sampling_max_tokens",
+            "pass_k_values",
+            "success_threshold",
+            "rollout_timeout",
+            "rollout_max_concurrency",
+            "rollout_max_retries",
+        )
+    },
 }
 # The names MultiTurnRLEvaluator emits for three of them. The public Wordle sample reports that
 # the live schema rejects them, so the local service rejects them too (a guess until a live run
@@ -106,6 +121,7 @@ EVALUATION_ALIASES = {
     "top_p": "sampling_top_p",
     "max_tokens": "sampling_max_tokens",
 }
+
 
 def hub_arn(region: str) -> str:
     return f"arn:aws:sagemaker:{region}:{HUB_OWNER}:hub/{HUB_NAME}"
@@ -142,7 +158,6 @@ def require_model(model: str) -> None:
             f"The offline hub serves {', '.join(MODELS)}; the hub ids of "
             f"{' and '.join(UNPUBLISHED_MODELS)} are not public.",
         )
-
 
 
 def _parse_value(text: str, kind: str) -> Any:
@@ -182,7 +197,9 @@ def resolve_hyperparameters(
         name = (aliases or {}).get(raw_name, raw_name)
         path = f"{where}.{raw_name}"
         if name not in spec:
-            errors.append(f"Value at '{path}' failed to satisfy constraint: Member must be one of the supported hyperparameters ({', '.join(sorted(spec))})")
+            errors.append(
+                f"Value at '{path}' failed to satisfy constraint: Member must be one of the supported hyperparameters ({', '.join(sorted(spec))})"
+            )
             continue
         entry = spec[name]
         kind = entry.get("type", "string")
@@ -190,10 +207,14 @@ def resolve_hyperparameters(
         try:
             value = _parse_value(text, kind)
         except (ValueError, TypeError):
-            errors.append(f"Value '{text}' at '{path}' failed to satisfy constraint: Member must be {_KIND_WORDS.get(kind, kind)}")
+            errors.append(
+                f"Value '{text}' at '{path}' failed to satisfy constraint: Member must be {_KIND_WORDS.get(kind, kind)}"
+            )
             continue
         if "enum" in entry and value not in entry["enum"]:
-            errors.append(f"Value '{text}' at '{path}' failed to satisfy constraint: Member must satisfy enum value set: {entry['enum']}")
+            errors.append(
+                f"Value '{text}' at '{path}' failed to satisfy constraint: Member must satisfy enum value set: {entry['enum']}"
+            )
             continue
         low, high = entry.get("min"), entry.get("max")
         if low is not None and (value < low or (entry.get("min_exclusive") and value == low)):
@@ -201,7 +222,9 @@ def resolve_hyperparameters(
             errors.append(f"Value '{text}' at '{path}' failed to satisfy constraint: Member must be {relation} {low}")
             continue
         if high is not None and value > high:
-            errors.append(f"Value '{text}' at '{path}' failed to satisfy constraint: Member must be less than or equal to {high}")
+            errors.append(
+                f"Value '{text}' at '{path}' failed to satisfy constraint: Member must be less than or equal to {high}"
+            )
             continue
         values[name] = value
     if errors:
@@ -224,8 +247,10 @@ def flatten_nested(hyperparameters: Mapping[str, Any] | None) -> dict[str, Any]:
     return flat
 
 
-
-
 def training_defaults(names: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The documented training defaults (all, or just `names`), as the service applies them."""
-    return {name: copy.deepcopy(entry.get("default")) for name, entry in TRAINING_SPEC.items() if names is None or name in names}
+    return {
+        name: copy.deepcopy(entry.get("default"))
+        for name, entry in TRAINING_SPEC.items()
+        if names is None or name in names
+    }

@@ -69,8 +69,9 @@ VOLATILE = re.compile(r"\belapsed=\d+(?:\.\d+)?s\b")
 LIVE_LOG_LIMIT = 100
 # The runtime's answer inside any text (a pasted CLI output, a log excerpt).
 REWARD_IN_TEXT = re.compile(r'"reward"\s*:\s*(-?\d+(?:\.\d+)?)')
-RUNTIME_ARN = re.compile(r"^arn:aws[a-z-]*:bedrock-agentcore:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):runtime/(?P<id>[A-Za-z0-9_-]+)$")
-
+RUNTIME_ARN = re.compile(
+    r"^arn:aws[a-z-]*:bedrock-agentcore:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):runtime/(?P<id>[A-Za-z0-9_-]+)$"
+)
 
 
 # ----------------------------------------------------------------------------------- the payload
@@ -88,7 +89,9 @@ def smoke_payload(account_id: str, region: str | None = None, *, session: Any | 
 
 def job_arn_region(payload: Mapping[str, Any]) -> str | None:
     """The Region of the payload's fake `metadata.jobArn` (None when it has none)."""
-    arn = str(((payload.get("metadata") or {}) if isinstance(payload.get("metadata"), Mapping) else {}).get("jobArn") or "")
+    arn = str(
+        ((payload.get("metadata") or {}) if isinstance(payload.get("metadata"), Mapping) else {}).get("jobArn") or ""
+    )
     parts = arn.split(":")
     return parts[3] if len(parts) > 5 and parts[2] == "sagemaker" else None
 
@@ -120,7 +123,9 @@ def caller_account(session: Any | None = None) -> str:
 def runtime_region(runtime_arn: str) -> str:
     match = RUNTIME_ARN.match(runtime_arn or "")
     if not match:
-        raise ValueError(f"{naming.mask_account(runtime_arn)!r} is not an AgentCore runtime ARN (…:runtime/<name>-<id>)")
+        raise ValueError(
+            f"{naming.mask_account(runtime_arn)!r} is not an AgentCore runtime ARN (…:runtime/<name>-<id>)"
+        )
     return match["region"]
 
 
@@ -142,7 +147,9 @@ def find_runtime_arn(session: Any | None = None, name: str | None = None) -> str
         token = page.get("nextToken")
         if not token:
             break
-    where = "deploy it with `agentcore deploy` (notebook 02)" if config.is_live() else "start it with smoke.local_runtime()"
+    where = (
+        "deploy it with `agentcore deploy` (notebook 02)" if config.is_live() else "start it with smoke.local_runtime()"
+    )
     raise LookupError(f"no AgentCore runtime named {wanted} in this account and Region: {where}")
 
 
@@ -155,7 +162,9 @@ def local_runtime(*, start: bool = True, name: str | None = None) -> Any:
     this process is closed first. Live this raises: the runtime is the one `agentcore deploy` made.
     """
     if config.is_live():
-        raise RuntimeError("local_runtime() is offline only; live, invoke the runtime agentcore deploy created (find_runtime_arn())")
+        raise RuntimeError(
+            "local_runtime() is offline only; live, invoke the runtime agentcore deploy created (find_runtime_arn())"
+        )
     from wordle_agent.rollout import RUNTIME_ENDPOINT_ENV
 
     from mtrl_course import aws, local
@@ -172,7 +181,6 @@ def local_runtime(*, start: bool = True, name: str | None = None) -> Any:
             earlier.close()
     runtime = local.agent_runtime(name, variables)
     return runtime.start() if start else runtime
-
 
 
 def __getattr__(name: str) -> Any:
@@ -332,17 +340,24 @@ def invoke_smoke(
     client = _session(session).client(
         "bedrock-agentcore",
         config=Config(
-            read_timeout=timeout, connect_timeout=CONNECT_TIMEOUT_S,
-            retries={"total_max_attempts": 1}, parameter_validation=validate,
+            read_timeout=timeout,
+            connect_timeout=CONNECT_TIMEOUT_S,
+            retries={"total_max_attempts": 1},
+            parameter_validation=validate,
         ),
     )
-    request: dict[str, Any] = {"agentRuntimeArn": runtime_arn, "payload": body, "runtimeSessionId": session_id,
-                               "contentType": "application/json", "accept": "application/json"}
+    request: dict[str, Any] = {
+        "agentRuntimeArn": runtime_arn,
+        "payload": body,
+        "runtimeSessionId": session_id,
+        "contentType": "application/json",
+        "accept": "application/json",
+    }
     if qualifier:
         request["qualifier"] = qualifier
     fields: dict[str, Any] = {}
     started = time.perf_counter()
-    with (capture_runtime_logs() if not config.is_live() else _no_capture()) as lines:
+    with capture_runtime_logs() if not config.is_live() else _no_capture() as lines:
         try:
             response = client.invoke_agent_runtime(**request)
             text = response["response"].read().decode("utf-8", errors="replace")
@@ -361,9 +376,16 @@ def invoke_smoke(
             fields = {"error_code": type(error).__name__, "error_message": str(error)}
     elapsed = time.perf_counter() - started
     return SmokeResult(
-        runtime_arn=runtime_arn, session_id=session_id, job_arn=job_arn,
-        status=fields.get("status"), body=fields.get("body", ""), reward=fields.get("reward"), elapsed=elapsed,
-        error_code=fields.get("error_code"), error_message=fields.get("error_message"), logs=tuple(lines),
+        runtime_arn=runtime_arn,
+        session_id=session_id,
+        job_arn=job_arn,
+        status=fields.get("status"),
+        body=fields.get("body", ""),
+        reward=fields.get("reward"),
+        elapsed=elapsed,
+        error_code=fields.get("error_code"),
+        error_message=fields.get("error_message"),
+        logs=tuple(lines),
     )
 
 
@@ -375,7 +397,9 @@ def _no_capture() -> Iterator[list[LogLine]]:
 
 def stop_session(runtime_arn: str, session_id: str, session: Any | None = None) -> None:
     """Live: end the smoke test's runtime session now instead of at its idle timeout."""
-    _session(session).client("bedrock-agentcore").stop_runtime_session(agentRuntimeArn=runtime_arn, runtimeSessionId=session_id)
+    _session(session).client("bedrock-agentcore").stop_runtime_session(
+        agentRuntimeArn=runtime_arn, runtimeSessionId=session_id
+    )
 
 
 def runtime_log_group(runtime_arn: str, qualifier: str = DEFAULT_QUALIFIER) -> str:
@@ -387,7 +411,11 @@ def runtime_log_group(runtime_arn: str, qualifier: str = DEFAULT_QUALIFIER) -> s
 
 
 def runtime_logs(
-    runtime_arn: str, since: float, session: Any | None = None, *, qualifier: str = DEFAULT_QUALIFIER,
+    runtime_arn: str,
+    since: float,
+    session: Any | None = None,
+    *,
+    qualifier: str = DEFAULT_QUALIFIER,
     limit: int = LIVE_LOG_LIMIT,
 ) -> list[LogLine]:
     """Live: the runtime's CloudWatch lines since `since` (epoch seconds). They arrive with a delay
@@ -438,8 +466,7 @@ SHORT_SESSION = Diagnosis(
 )
 MISSING_POLICY = Diagnosis(
     "AccessDenied when the agent samples the policy (not authorized to perform ...)",
-    f"the runtime's execution role lacks {RUNTIME_POLICY}, so sampling, CompleteRollout and "
-    "UpdateReward are denied",
+    f"the runtime's execution role lacks {RUNTIME_POLICY}, so sampling, CompleteRollout and UpdateReward are denied",
     f"attach {RUNTIME_POLICY} to the runtime role (agentcore.json additionalPolicies, then agentcore deploy)",
 )
 AGENT_ERROR = Diagnosis(

@@ -84,9 +84,7 @@ def _lists_key(allowed: Sequence[str], answers: Sequence[str]) -> str:
     return digest.hexdigest()[:16]
 
 
-def _load_or_build_matrix(
-    allowed: Sequence[str], answers: Sequence[str], cache_dir: Path | None
-) -> np.ndarray:
+def _load_or_build_matrix(allowed: Sequence[str], answers: Sequence[str], cache_dir: Path | None) -> np.ndarray:
     key = _lists_key(allowed, answers)
     with _MATRICES_LOCK:
         if key in _MATRICES:
@@ -379,9 +377,7 @@ def load_split_words(split: str = "validation", path: Path | None = None) -> lis
                 task = json.loads(json.loads(line)["prompt"])
                 words.append(str(task["answer"]).strip().upper())
             except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(
-                    f"{path}:{number}: not a task row with an answer ({exc})"
-                ) from None
+                raise ValueError(f"{path}:{number}: not a task row with an answer ({exc})") from None
     return words
 
 

@@ -87,7 +87,7 @@ def parse_s3_uri(uri: str) -> tuple[str, str]:
     """`s3://bucket/some/key` -> ("bucket", "some/key"); ValueError naming the URI otherwise."""
     if not isinstance(uri, str) or not uri.startswith("s3://"):
         raise ValueError(f"{uri!r} is not an S3 URI: it must start with s3://")
-    bucket, _, key = uri[len("s3://"):].partition("/")
+    bucket, _, key = uri[len("s3://") :].partition("/")
     if not BUCKET_NAME.match(bucket):
         raise ValueError(f"{uri!r} does not name a valid bucket ({bucket!r})")
     return bucket, key
@@ -167,9 +167,7 @@ def bucket_exists(bucket: str, session: Any | None = None) -> bool:
     return True
 
 
-def ensure_bucket(
-    session: Any | None = None, *, bucket: str | None = None, notebook: str = DEFAULT_NOTEBOOK
-) -> str:
+def ensure_bucket(session: Any | None = None, *, bucket: str | None = None, notebook: str = DEFAULT_NOTEBOOK) -> str:
     """Create the bucket if it is missing (tagged, no public access); return its name.
 
     A bucket that exists must be in the session's Region: the training job reads its data in
@@ -194,7 +192,10 @@ def ensure_bucket(
     s3.put_public_access_block(
         Bucket=bucket,
         PublicAccessBlockConfiguration={
-            "BlockPublicAcls": True, "IgnorePublicAcls": True, "BlockPublicPolicy": True, "RestrictPublicBuckets": True,
+            "BlockPublicAcls": True,
+            "IgnorePublicAcls": True,
+            "BlockPublicPolicy": True,
+            "RestrictPublicBuckets": True,
         },
     )
     s3.put_bucket_tagging(Bucket=bucket, Tagging={"TagSet": naming.course_tags(notebook)})
@@ -206,7 +207,9 @@ def _object_tagging(notebook: str) -> str:
     return urlencode([(tag["Key"], tag["Value"]) for tag in naming.course_tags(notebook)])
 
 
-def upload_file(path: str | Path, uri: str, session: Any | None = None, *, notebook: str = DEFAULT_NOTEBOOK) -> S3Object:
+def upload_file(
+    path: str | Path, uri: str, session: Any | None = None, *, notebook: str = DEFAULT_NOTEBOOK
+) -> S3Object:
     """Upload one local file to `uri` (tagged with the course tags); returns the object."""
     path = Path(path)
     if not path.is_file():

@@ -46,10 +46,17 @@ WALKTHROUGH_OVERRIDES: dict[str, Any] = {"sampling_max_tokens": 8192, "max_epoch
 # val/reward/pass_at_1 0.25 at step 0, 0.66 at step 2, 0.99 at step 4, 1.00 at step 10;
 # 29 s from launch to Completed, 34 s for the whole process (imports and set-up included).
 OFFLINE_HYPERPARAMETERS: dict[str, Any] = {
-    "global_batch_size": 32, "group_size": 8, "max_steps": 10, "max_epochs": 1, "val_every": 2, "learning_rate": 1e-5,
+    "global_batch_size": 32,
+    "group_size": 8,
+    "max_steps": 10,
+    "max_epochs": 1,
+    "val_every": 2,
+    "learning_rate": 1e-5,
 }
 # The documented defaults of the settings the course's arithmetic uses (stated once, in service_spec).
-SERVICE_DEFAULTS = service_spec.training_defaults(("global_batch_size", "group_size", "max_steps", "max_epochs", "val_every"))
+SERVICE_DEFAULTS = service_spec.training_defaults(
+    ("global_batch_size", "group_size", "max_steps", "max_epochs", "val_every")
+)
 JOB_CATEGORY = service_spec.TRAINING
 TERMINAL_STATUSES = ("Completed", "Failed", "Stopped")
 JOB_KIND = "train"  # job names: mtrl-wordle-train-<run id>-<timestamp> (the SDK adds the time)
@@ -79,8 +86,16 @@ class SpendNotConfirmed(PermissionError):
 
 
 # ------------------------------------------------------------------------------------ arithmetic
-def step_arithmetic(n_rows: int, global_batch_size: int = 128, group_size: int = 8, max_steps: int = 100,
-                    max_epochs: int = 20, *, validation_rows: int = 0, val_every: int = 10) -> dict[str, Any]:
+def step_arithmetic(
+    n_rows: int,
+    global_batch_size: int = 128,
+    group_size: int = 8,
+    max_steps: int = 100,
+    max_epochs: int = 20,
+    *,
+    validation_rows: int = 0,
+    val_every: int = 10,
+) -> dict[str, Any]:
     """How a schedule plays out: steps per epoch, games per step, steps and epochs actually run.
 
     Training stops at whichever limit comes first, `max_steps` or `max_epochs` full passes over
@@ -88,8 +103,13 @@ def step_arithmetic(n_rows: int, global_batch_size: int = 128, group_size: int =
     `validation_rows`, validation passes (step 0, every `val_every` steps, the last step) and
     their rollouts are counted too. Pure arithmetic, no AWS.
     """
-    for name, value in (("n_rows", n_rows), ("global_batch_size", global_batch_size), ("group_size", group_size),
-                        ("max_steps", max_steps), ("max_epochs", max_epochs)):
+    for name, value in (
+        ("n_rows", n_rows),
+        ("global_batch_size", global_batch_size),
+        ("group_size", group_size),
+        ("max_steps", max_steps),
+        ("max_epochs", max_epochs),
+    ):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive whole number, got {value!r}")
     steps_per_epoch = math.ceil(n_rows / global_batch_size)
@@ -146,8 +166,9 @@ def _sdk_tags(notebook: str) -> list[dict[str, str]]:
     return [{"key": tag["Key"], "value": tag["Value"]} for tag in naming.course_tags(notebook)]
 
 
-def make_trainer(resources: Any, hyperparameters: Mapping[str, Any] | None = None, *,
-                 notebook: str = DEFAULT_NOTEBOOK) -> Any:
+def make_trainer(
+    resources: Any, hyperparameters: Mapping[str, Any] | None = None, *, notebook: str = DEFAULT_NOTEBOOK
+) -> Any:
     """A real `MultiTurnRLTrainer` for the course's resources, with the overrides set.
 
     `hyperparameters` are set last (names and ranges are checked by the SDK against the base
@@ -206,8 +227,11 @@ def _value(trainer: Any, name: str) -> Any:
 def spend_summary(trainer: Any, n_rows: int = TRAINING_ROWS) -> list[str]:
     """Lines describing what a live launch of `trainer` would play, beside the walkthrough's figures."""
     plan = step_arithmetic(
-        n_rows, int(_value(trainer, "global_batch_size")), int(_value(trainer, "group_size")),
-        int(_value(trainer, "max_steps")), int(_value(trainer, "max_epochs")),
+        n_rows,
+        int(_value(trainer, "global_batch_size")),
+        int(_value(trainer, "group_size")),
+        int(_value(trainer, "max_steps")),
+        int(_value(trainer, "max_epochs")),
     )
     share = plan["training_rollouts"] / WALKTHROUGH_RUN["rollouts"]
     run = WALKTHROUGH_RUN
@@ -258,7 +282,12 @@ def latest_job(status: str | None = None, *, name_contains: str | None = None) -
         current = aws.session().client("sagemaker").describe_job(JobName=attachment.job_name, JobCategory=JOB_CATEGORY)
         if status is None or current.get("JobStatus") == status:
             return attachment.job_name
-    params: dict[str, Any] = {"JobCategory": JOB_CATEGORY, "SortBy": "CreationTime", "SortOrder": "Descending", "MaxResults": 1}
+    params: dict[str, Any] = {
+        "JobCategory": JOB_CATEGORY,
+        "SortBy": "CreationTime",
+        "SortOrder": "Descending",
+        "MaxResults": 1,
+    }
     if status:
         params["StatusEquals"] = status
     if name_contains:
@@ -284,13 +313,17 @@ def status_table(job: Any) -> Any:
     rows = []
     for transition in _transitions(job):
         start, end = _assigned(transition.start_time), _assigned(transition.end_time)
-        rows.append({
-            "status": transition.status,
-            "message": _assigned(transition.status_message) or "",
-            "start": start.strftime("%H:%M:%S") if isinstance(start, dt.datetime) else "",
-            "end": end.strftime("%H:%M:%S") if isinstance(end, dt.datetime) else "",
-            "seconds": round((end - start).total_seconds(), 1) if isinstance(start, dt.datetime) and isinstance(end, dt.datetime) else None,
-        })
+        rows.append(
+            {
+                "status": transition.status,
+                "message": _assigned(transition.status_message) or "",
+                "start": start.strftime("%H:%M:%S") if isinstance(start, dt.datetime) else "",
+                "end": end.strftime("%H:%M:%S") if isinstance(end, dt.datetime) else "",
+                "seconds": round((end - start).total_seconds(), 1)
+                if isinstance(start, dt.datetime) and isinstance(end, dt.datetime)
+                else None,
+            }
+        )
     return pd.DataFrame(rows, columns=["status", "message", "start", "end", "seconds"])
 
 
@@ -337,11 +370,17 @@ def _matches_offline_recipe(describe: Mapping[str, Any], resources: Any, expecte
 
     document = json.loads(describe.get("JobConfigDocument") or "{}")
     settings = document.get("TrainingConfig") or {}
-    channels = {c.get("ChannelName"): ((c.get("DataSource") or {}).get("S3DataSource") or {}).get("S3Uri") for c in document.get("InputDataConfig") or []}
+    channels = {
+        c.get("ChannelName"): ((c.get("DataSource") or {}).get("S3DataSource") or {}).get("S3Uri")
+        for c in document.get("InputDataConfig") or []
+    }
     agent = (document.get("AgentConfig") or {}).get("BedrockAgentCoreConfig") or {}
     if channels != {"train": resources.train_s3_uri, "validation": resources.validation_s3_uri}:
         return False
-    if agent.get("AgentRuntimeArn") != resources.runtime_arn or service_spec.model_from_arn(settings.get("BaseModelArn") or "") != MODEL_ID:
+    if (
+        agent.get("AgentRuntimeArn") != resources.runtime_arn
+        or service_spec.model_from_arn(settings.get("BaseModelArn") or "") != MODEL_ID
+    ):
         return False
     try:
         sent = service_spec.resolve_hyperparameters(
@@ -365,13 +404,21 @@ def find_trained_offline(resources: Any) -> str | None:
     from mtrl_course import aws, service_spec
 
     expected = service_spec.resolve_hyperparameters(
-        {k: str(v) for k, v in planned_hyperparameters().items()}, service_spec.training_spec(MODEL_ID), "HyperParameters"
+        {k: str(v) for k, v in planned_hyperparameters().items()},
+        service_spec.training_spec(MODEL_ID),
+        "HyperParameters",
     )
     sagemaker = aws.session().client("sagemaker")
     token = None
     while True:
-        page = sagemaker.list_jobs(JobCategory=JOB_CATEGORY, StatusEquals="Completed", SortBy="CreationTime",
-                                   SortOrder="Descending", MaxResults=100, **({"NextToken": token} if token else {}))
+        page = sagemaker.list_jobs(
+            JobCategory=JOB_CATEGORY,
+            StatusEquals="Completed",
+            SortBy="CreationTime",
+            SortOrder="Descending",
+            MaxResults=100,
+            **({"NextToken": token} if token else {}),
+        )
         for summary in page.get("JobSummaries", []):
             describe = sagemaker.describe_job(JobName=summary["JobName"], JobCategory=JOB_CATEGORY)
             if _matches_offline_recipe(describe, resources, expected):
@@ -388,7 +435,9 @@ def ensure_trained_offline(resources: Any, *, echo: bool = False) -> str:
     would have trained. Offline only: live, attach to a real job instead.
     """
     if config.is_live():
-        raise RuntimeError("ensure_trained_offline() is offline only; live, use attach(job_name) or latest_job('Completed')")
+        raise RuntimeError(
+            "ensure_trained_offline() is offline only; live, use attach(job_name) or latest_job('Completed')"
+        )
     found = find_trained_offline(resources)
     if found:
         return found

@@ -107,9 +107,7 @@ def denylist_line(word: str) -> str:
     """The denylist line that removes `word` from both lists without spelling it: `sha256:<hex>`."""
     clean = word.strip()
     if not (clean.isascii() and UPPER_WORD_RE.fullmatch(clean.upper())):
-        raise WordDataError(
-            f"cannot hash {word!r}: denylist entries are {WORD_LENGTH}-letter words (A-Z only)"
-        )
+        raise WordDataError(f"cannot hash {word!r}: denylist entries are {WORD_LENGTH}-letter words (A-Z only)")
     return HASH_PREFIX + word_hash(clean)
 
 
@@ -140,19 +138,14 @@ def load_denylist(path: Path = DENYLIST_PATH) -> Denylist:
         if entry.startswith(HASH_PREFIX):
             digest = entry[len(HASH_PREFIX) :]
             if not HEX_RE.fullmatch(digest):
-                raise WordDataError(
-                    f"{path}:{number}: expected sha256:<64 lowercase hex>, got {entry!r}"
-                )
+                raise WordDataError(f"{path}:{number}: expected sha256:<64 lowercase hex>, got {entry!r}")
             hashes.add(digest)
         elif UPPER_WORD_RE.fullmatch(entry.upper()) and entry.isascii():
             if not reason:
                 raise WordDataError(f"{path}:{number}: plain entry {entry!r} needs a '# reason'")
             plain[entry.upper()] = reason
         else:
-            raise WordDataError(
-                f"{path}:{number}: {entry!r} is neither sha256:<hex> "
-                f"nor a {WORD_LENGTH}-letter word"
-            )
+            raise WordDataError(f"{path}:{number}: {entry!r} is neither sha256:<hex> nor a {WORD_LENGTH}-letter word")
     return Denylist(frozenset(hashes), plain)
 
 
@@ -269,8 +262,7 @@ def _superlative_stems(w: str, base: frozenset[str]) -> list[str]:
 INFLECTION_RULES: tuple[InflectionRule, ...] = (
     InflectionRule(
         "plural_or_s_verb",
-        "-s, and -es after s/x/z/ch/sh/o, -ies from -y, -ves from -f/-fe "
-        "(CARDS, BOXES, CRIES, ELVES)",
+        "-s, and -es after s/x/z/ch/sh/o, -ies from -y, -ves from -f/-fe (CARDS, BOXES, CRIES, ELVES)",
         _plural_stems,
     ),
     InflectionRule(
@@ -278,9 +270,7 @@ INFLECTION_RULES: tuple[InflectionRule, ...] = (
         "-ed, -d after e (BAKED), -ied from -y (CRIED), doubled consonant + ed (UPPED)",
         _past_stems,
     ),
-    InflectionRule(
-        "ing_form", "-ing, e-drop (USING), -ying from -ie (DYING), doubled consonant", _ing_stems
-    ),
+    InflectionRule("ing_form", "-ing, e-drop (USING), -ying from -ie (DYING), doubled consonant", _ing_stems),
     InflectionRule(
         "comparative",
         "-er/-r/-ier/doubled+er on a stem whose superlative is also in the base vocabulary",
@@ -472,9 +462,7 @@ def _select_answers(
     return answers, audit
 
 
-def _select_allowed(
-    candidates: set[str], answers: list[str], deny: Denylist
-) -> tuple[list[str], dict]:
+def _select_allowed(candidates: set[str], answers: list[str], deny: Denylist) -> tuple[list[str], dict]:
     """Allowed guesses: the candidates minus hashed entries, plus every answer (a superset)."""
     words = {w.upper() for w in candidates if word_hash(w) not in deny.hashes}
     allowed = sorted(words | set(answers))
@@ -520,14 +508,10 @@ def build(
     deny = load_denylist(denylist_path)
     keep = load_keeplist(keeplist_path)
     if not copyright_path.is_file():
-        raise WordDataError(
-            f"SCOWL copyright notice not found at {copyright_path}; install `scowl` with apt-get"
-        )
+        raise WordDataError(f"SCOWL copyright notice not found at {copyright_path}; install `scowl` with apt-get")
     answer_src = _read_levels(scowl_dir, ANSWER_MAX_LEVEL)
     guess_src = _read_levels(scowl_dir, GUESS_MAX_LEVEL)
-    base = frozenset(
-        w for w in _read_levels(scowl_dir, BASE_MAX_LEVEL).words if re.fullmatch(r"[a-z]+", w)
-    )
+    base = frozenset(w for w in _read_levels(scowl_dir, BASE_MAX_LEVEL).words if re.fullmatch(r"[a-z]+", w))
     t_read = time.perf_counter()
 
     answer_candidates, answer_shape = _shape_filter(answer_src.words)
@@ -562,9 +546,7 @@ def build(
                 "sha256": _sha256_file(denylist_path),
                 "hashed_entries": len(deny.hashes),
                 "plain_entries": len(deny.plain),
-                "plain_entries_not_in_scowl_80": sorted(
-                    w for w in deny.plain if w.lower() not in guess_src.words
-                ),
+                "plain_entries_not_in_scowl_80": sorted(w for w in deny.plain if w.lower() not in guess_src.words),
             },
             _rel(keeplist_path): {
                 "sha256": _sha256_file(keeplist_path),
@@ -599,8 +581,10 @@ def build(
     )
     t_end = time.perf_counter()
 
-    rules = {r["rule"]: {"removed": r["removed"], "examples": _examples(r["words"])}
-             for r in answer_audit["inflection_rules"]}
+    rules = {
+        r["rule"]: {"removed": r["removed"], "examples": _examples(r["words"])}
+        for r in answer_audit["inflection_rules"]
+    }
     plain = answer_audit["removed_plain_denylist"]
     return {
         "scowl_version": provenance["source"]["version"],
@@ -679,8 +663,7 @@ def verify(data_dir: Path = AGENT_DATA_DIR, denylist_path: Path = DENYLIST_PATH)
         digest = _sha256_file(data_dir / name)
         if entry.get("sha256") != digest:
             problems.append(
-                f"{name}: SHA-256 {digest[:12]}... does not match PROVENANCE.json "
-                f"({str(entry.get('sha256'))[:12]}...)"
+                f"{name}: SHA-256 {digest[:12]}... does not match PROVENANCE.json ({str(entry.get('sha256'))[:12]}...)"
             )
         lines = (data_dir / name).read_bytes().count(b"\n")
         if entry.get("lines") != lines:
@@ -752,9 +735,7 @@ def format_summary(summary: dict) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m mtrl_course.wordlists", description=__doc__.split("\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m mtrl_course.wordlists", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_build = sub.add_parser("build", help="regenerate the word data from Debian's scowl lists")
     p_build.add_argument("--scowl-dir", type=Path, default=SCOWL_DIR)

@@ -203,7 +203,9 @@ class TokenCache:
                 last_error = error
                 logger.warning(
                     "signing a Job Runtime token failed (attempt %d of %d): %s",
-                    attempt, self.attempts, error,
+                    attempt,
+                    self.attempts,
+                    error,
                 )
                 if attempt < self.attempts:
                     self._sleep(delay)

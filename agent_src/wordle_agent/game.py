@@ -85,10 +85,7 @@ MALFORMED_TEXT = (
     "No guess was used; guesses remaining: {remaining}."
 )
 GAME_OVER_TEXT = "Game over: this game has ended, so no more guesses are accepted."
-LIMIT_TEXT = (
-    "Tool call limit reached: at most {limit} guess_word calls per game, "
-    "so no more guesses are accepted."
-)
+LIMIT_TEXT = "Tool call limit reached: at most {limit} guess_word calls per game, so no more guesses are accepted."
 
 
 # --- Feedback -------------------------------------------------------------------------------------
@@ -451,9 +448,7 @@ class WordleGame:
         self._distinct.append(word)
         self._tried.update(word)
 
-    def _score_guess(
-        self, word: str, marks: list[str], turn: int, reasons: list[tuple[str, float]]
-    ) -> None:
+    def _score_guess(self, word: str, marks: list[str], turn: int, reasons: list[tuple[str, float]]) -> None:
         """Append the shaping events of an ordinary guess and fold its facts into the knowledge.
 
         Violations and stagnation are judged against what was known *before* this guess: the
@@ -503,9 +498,7 @@ class WordleGame:
             if after != before:
                 reasons.append((ELIMINATION, ELIMINATION_BONUS * (before - after) / before))
 
-    def _record(
-        self, turn: int | None, word: str, kind: str, reasons: list[tuple[str, float]]
-    ) -> None:
+    def _record(self, turn: int | None, word: str, kind: str, reasons: list[tuple[str, float]]) -> None:
         # Sum this call's events first, then add the total to the score: the baseline in
         # benchmarks/ does the same, so the two agree to the last bit.
         delta = 0.0

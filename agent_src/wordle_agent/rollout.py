@@ -150,9 +150,7 @@ says the game is over. Keep your reasoning brief and do not describe your plan."
 REASONING_HINT_TEMPLATE = "Reasoning: {level}"
 
 # The retry after an attempt that made no guess starts a fresh conversation with this appended.
-CALL_TOOL_NOW_PROMPT = (
-    "Call the guess_word tool now with your first five-letter guess. Only tool calls count."
-)
+CALL_TOOL_NOW_PROMPT = "Call the guess_word tool now with your first five-letter guess. Only tool calls count."
 # The one request sent for a malformed task, so the service sees the rollout reach the policy.
 MALFORMED_TASK_PROMPT = "Reply with the single word OK."
 
@@ -175,36 +173,29 @@ def _decode_task_with_priors(raw: object) -> tuple[str, str, str, list[str]]:
     if not isinstance(raw, str):
         raise TaskError(f"the task must be a JSON string, got {type(raw).__name__}")
     if len(raw) > MAX_TASK_CHARS:
-        raise TaskError(
-            f"the task string is {len(raw)} characters long, over the limit of {MAX_TASK_CHARS}"
-        )
+        raise TaskError(f"the task string is {len(raw)} characters long, over the limit of {MAX_TASK_CHARS}")
     try:
         task = json.loads(raw)
     except (ValueError, RecursionError) as error:
         raise TaskError(f"the task string is not valid JSON ({error})") from None
     if not isinstance(task, dict):
         raise TaskError(
-            f'the task JSON must be an object like {{"prompt": ..., "answer": ...}}, '
-            f"got {type(task).__name__}"
+            f'the task JSON must be an object like {{"prompt": ..., "answer": ...}}, got {type(task).__name__}'
         )
     instruction = task.get("prompt")
     if not isinstance(instruction, str) or not instruction.strip():
         raise TaskError(
-            f"the task has no instruction: 'prompt' must be a non-empty string, "
-            f"got {_describe(instruction)}"
+            f"the task has no instruction: 'prompt' must be a non-empty string, got {_describe(instruction)}"
         )
     if len(instruction) > MAX_INSTRUCTION_CHARS:
         raise TaskError(
-            f"the task's 'prompt' is {len(instruction)} characters long, "
-            f"over the limit of {MAX_INSTRUCTION_CHARS}"
+            f"the task's 'prompt' is {len(instruction)} characters long, over the limit of {MAX_INSTRUCTION_CHARS}"
         )
     answer = task.get("answer")
     if not isinstance(answer, str):
         raise TaskError(f"the task's 'answer' must be a string, got {_describe(answer)}")
     if not (len(answer) == WORD_LENGTH and answer.isascii() and answer.isalpha()):
-        raise TaskError(
-            f"the task's 'answer' must be exactly {WORD_LENGTH} letters a-z, got {answer[:40]!r}"
-        )
+        raise TaskError(f"the task's 'answer' must be exactly {WORD_LENGTH} letters a-z, got {answer[:40]!r}")
     task_id = task.get("id")
     shown_id = task_id[:80] if isinstance(task_id, str) else "-"
     try:
@@ -268,7 +259,10 @@ def _clean_metadata(raw: object) -> dict[str, str]:
     if not isinstance(raw, dict):
         return {}
     patterns = {
-        "jobArn": _HEADER_SAFE, "rolloutId": _HEADER_SAFE, "endpoint": _URL, "region": _REGION,
+        "jobArn": _HEADER_SAFE,
+        "rolloutId": _HEADER_SAFE,
+        "endpoint": _URL,
+        "region": _REGION,
     }
     clean: dict[str, str] = {}
     for key, aliases in _METADATA_ALIASES.items():
@@ -367,7 +361,9 @@ def read_settings() -> RolloutSettings:
         if not (math.isfinite(budget) and budget > 0):
             logger.warning(
                 "%s=%r is not a positive number of seconds; using %s",
-                ROLLOUT_BUDGET_ENV, raw_budget, DEFAULT_BUDGET_SECONDS,
+                ROLLOUT_BUDGET_ENV,
+                raw_budget,
+                DEFAULT_BUDGET_SECONDS,
             )
             budget = DEFAULT_BUDGET_SECONDS
     endpoint = os.environ.get(RUNTIME_ENDPOINT_ENV, "").strip().rstrip("/") or None
@@ -601,9 +597,7 @@ def _play_attempt(
         attempt.error = error
         return attempt
     try:
-        result = _run_with_deadline(
-            lambda: agent.invoke_async(prompt, limits={"turns": MAX_AGENT_TURNS}), timeout
-        )
+        result = _run_with_deadline(lambda: agent.invoke_async(prompt, limits={"turns": MAX_AGENT_TURNS}), timeout)
         attempt.stop_reason = getattr(result, "stop_reason", None)
     except TimeoutError as error:
         attempt.error, attempt.timed_out = error, True
@@ -669,16 +663,12 @@ def _recover_raw_text_guesses(game: WordleGame, conversations: list[list]) -> in
     return played
 
 
-def _reach_policy(
-    factory: ModelFactory, endpoint: str, settings: RolloutSettings, timeout: float
-) -> None:
+def _reach_policy(factory: ModelFactory, endpoint: str, settings: RolloutSettings, timeout: float) -> None:
     """Send one minimal sampling request; failures are logged, never raised."""
     try:
         model = factory(endpoint, _request_params(settings))
         agent = Agent(model=model, callback_handler=None)
-        _run_with_deadline(
-            lambda: agent.invoke_async(MALFORMED_TASK_PROMPT, limits={"turns": 1}), timeout
-        )
+        _run_with_deadline(lambda: agent.invoke_async(MALFORMED_TASK_PROMPT, limits={"turns": 1}), timeout)
     except Exception as error:
         logger.warning("the minimal sampling request for a malformed task failed: %s", error)
 
@@ -703,7 +693,9 @@ def _play_rollout_in_region(payload: dict[str, Any], started: float, settings: R
         logger.error(
             "rollout %s: malformed task (%s); sending one request to the policy and returning "
             "the no-play reward %s. Fix the dataset row: the validator should have rejected it.",
-            rollout_id, error, NO_PLAY_REWARD,
+            rollout_id,
+            error,
+            NO_PLAY_REWARD,
         )
         remaining = max(MIN_ATTEMPT_SECONDS, deadline - time.monotonic())
         _reach_policy(factory, endpoint, settings, remaining)
@@ -725,9 +717,7 @@ def _play_rollout_in_region(payload: dict[str, Any], started: float, settings: R
     for _ in range(MAX_ATTEMPTS):
         remaining = deadline - time.monotonic()
         if remaining < MIN_ATTEMPT_SECONDS:
-            logger.warning(
-                "rollout %s: the %.0f s budget is spent", rollout_id, settings.budget_seconds
-            )
+            logger.warning("rollout %s: the %.0f s budget is spent", rollout_id, settings.budget_seconds)
             break
         attempts += 1
         attempt = _play_attempt(factory, endpoint, settings, game, prompt, history, remaining)
@@ -769,15 +759,24 @@ def _play_rollout_in_region(payload: dict[str, Any], started: float, settings: R
         if recovered:
             logger.warning(
                 "rollout %s: recovered %d guess(es) written as raw text instead of tool calls",
-                rollout_id, recovered,
+                rollout_id,
+                recovered,
             )
     reward = game.final_reward()
     _notify_observers(task_id, game)
     logger.info(
         "rollout %s: task %s solved=%s guesses=%s recovered=%d attempts=%d stops=%s errors=%d "
         "reward=%.4f elapsed=%.1fs",
-        rollout_id, task_id, game.solved, ",".join(game.guesses) or "-", recovered, attempts,
-        ",".join(stops) or "-", len(errors), reward, time.monotonic() - started,
+        rollout_id,
+        task_id,
+        game.solved,
+        ",".join(game.guesses) or "-",
+        recovered,
+        attempts,
+        ",".join(stops) or "-",
+        len(errors),
+        reward,
+        time.monotonic() - started,
     )
     return reward
 

@@ -19,9 +19,7 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 ANSWERS_FILE = DATA_DIR / "answers.txt"
 ALLOWED_FILE = DATA_DIR / "allowed_guesses.txt"
 ENTROPY_FILE = DATA_DIR / "word_entropy.json"
-_REBUILD_HINT = (
-    "regenerate it with `mtrl words build` (needs Debian's scowl package) or restore it from git"
-)
+_REBUILD_HINT = "regenerate it with `mtrl words build` (needs Debian's scowl package) or restore it from git"
 
 
 def _open(path: Path):

@@ -203,9 +203,7 @@ class FakePolicyServer:
     def feedback_for(self, trajectory_id: str) -> list[str]:
         """The feedback paths called for one trajectory, in order."""
         return [
-            r.path
-            for r in self.feedback
-            if isinstance(r.body, dict) and r.body.get("TrajectoryId") == trajectory_id
+            r.path for r in self.feedback if isinstance(r.body, dict) and r.body.get("TrajectoryId") == trajectory_id
         ]
 
     def reset(self, policy: Policy | None = None) -> None:
@@ -316,8 +314,7 @@ class _Handler(BaseHTTPRequestHandler):
 
         if isinstance(reply, ToolCall):
             call_id = "call_" + uuid.uuid4().hex[:12]
-            start = {"index": 0, "id": call_id, "type": "function",
-                     "function": {"name": reply.name, "arguments": ""}}
+            start = {"index": 0, "id": call_id, "type": "function", "function": {"name": reply.name, "arguments": ""}}
             send([{"index": 0, "delta": {"role": "assistant", "tool_calls": [start]}, "finish_reason": None}])
             args = {"index": 0, "function": {"arguments": reply.arguments_json()}}
             send([{"index": 0, "delta": {"tool_calls": [args]}, "finish_reason": None}])

@@ -171,7 +171,10 @@ NOTEBOOKS: tuple[Entry, ...] = (
             "the training and validation files in it, under the course prefix",
         ),
         cleaned_up_in=CLEANUP_NOTEBOOK,
-        prerequisites=("00", "live: permission to create an S3 bucket in the agent's Region (or MTRL_BUCKET naming one)"),
+        prerequisites=(
+            "00",
+            "live: permission to create an S3 bucket in the agent's Region (or MTRL_BUCKET naming one)",
+        ),
     ),
     Entry(
         nn="05",
@@ -187,8 +190,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         live_cost="about $339 in training tokens and about $79 of AgentCore runtime for the "
         "walkthrough's 100-step run (AWS walkthrough)",
         billable=(
-            "SageMaker AI tokens: prefill, sample and train, per million, per base model "
-            "(SageMaker AI pricing page)",
+            "SageMaker AI tokens: prefill, sample and train, per million, per base model (SageMaker AI pricing page)",
             _AGENTCORE_RUNTIME,
         ),
         creates=(
@@ -314,7 +316,9 @@ def get(nn: str) -> Entry:
         return _BY_NN[nn]
     except KeyError:
         known = ", ".join(_BY_NN)
-        raise KeyError(f"no notebook {nn!r} in the catalog (agent_src/mtrl_course/curriculum/catalog.py); known: {known}") from None
+        raise KeyError(
+            f"no notebook {nn!r} in the catalog (agent_src/mtrl_course/curriculum/catalog.py); known: {known}"
+        ) from None
 
 
 def problems() -> list[str]:

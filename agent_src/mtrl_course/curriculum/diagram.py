@@ -58,16 +58,51 @@ class Box:
 BOXES: tuple[Box, ...] = (
     Box("mlflow", 4, 49, 20, 9, "MLflow app", "metrics of every step", "offline: sqlite file"),
     Box("dataset", 4, 35, 20, 10, "Dataset (S3)", "one task per row:\nprompt, secret word, id", "offline: moto S3"),
-    Box("policy", 4, 20, 20, 11, "Policy model", "base model (gpt-oss-20b)\n+ LoRA adapter", "offline: stand-in policy"),
-    Box("job", 29, 45, 23, 14, "Training job (GRPO)", "runs a group of rollouts\nper row, scores them,\nupdates the adapter",
-        "offline: local MTRL service"),
-    Box("runtime", 29, 20, 23, 15, "Job Runtime", "OpenAI-compatible endpoint;\nbearer token, job and\ntrajectory headers",
-        "offline: loopback emulator"),
-    Box("handler", 63, 46, 42, 10, "Entrypoint: @app.entrypoint over @sagemaker_rft_handler",
-        "parses the task, runs the agent, returns {\"reward\": ...}", "offline: same app on 127.0.0.1"),
+    Box(
+        "policy", 4, 20, 20, 11, "Policy model", "base model (gpt-oss-20b)\n+ LoRA adapter", "offline: stand-in policy"
+    ),
+    Box(
+        "job",
+        29,
+        45,
+        23,
+        14,
+        "Training job (GRPO)",
+        "runs a group of rollouts\nper row, scores them,\nupdates the adapter",
+        "offline: local MTRL service",
+    ),
+    Box(
+        "runtime",
+        29,
+        20,
+        23,
+        15,
+        "Job Runtime",
+        "OpenAI-compatible endpoint;\nbearer token, job and\ntrajectory headers",
+        "offline: loopback emulator",
+    ),
+    Box(
+        "handler",
+        63,
+        46,
+        42,
+        10,
+        "Entrypoint: @app.entrypoint over @sagemaker_rft_handler",
+        'parses the task, runs the agent, returns {"reward": ...}',
+        "offline: same app on 127.0.0.1",
+    ),
     Box("agent", 63, 32, 18, 10, "Strands agent", "system prompt;\nup to 6 guesses", "offline: unchanged"),
     Box("tool", 87, 32, 18, 10, "guess_word tool", "one guess per call", "offline: unchanged"),
-    Box("game", 63, 20, 42, 8, "WordleGame and reward", "feedback and clues; shaping; final_reward()", "offline: unchanged"),
+    Box(
+        "game",
+        63,
+        20,
+        42,
+        8,
+        "WordleGame and reward",
+        "feedback and clues; shaping; final_reward()",
+        "offline: unchanged",
+    ),
 )
 BY_KEY = {box.key: box for box in BOXES}
 
@@ -106,36 +141,67 @@ OFFLINE_NOTE = (
 def _panel(ax: Any, x: float, y: float, w: float, h: float, face: str, edge: str, label: str) -> None:
     from matplotlib.patches import FancyBboxPatch
 
-    ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.4,rounding_size=1.5",
-                                facecolor=face, edgecolor=edge, linewidth=1.4))
+    ax.add_patch(
+        FancyBboxPatch(
+            (x, y), w, h, boxstyle="round,pad=0.4,rounding_size=1.5", facecolor=face, edgecolor=edge, linewidth=1.4
+        )
+    )
     ax.text(x + 1.2, y + h - 1.4, label, fontsize=PANEL_SIZE, fontweight="bold", color=edge, va="top", ha="left")
 
 
 def _box(ax: Any, box: Box) -> None:
     from matplotlib.patches import FancyBboxPatch
 
-    ax.add_patch(FancyBboxPatch((box.x, box.y), box.w, box.h, boxstyle="round,pad=0.2,rounding_size=0.8",
-                                facecolor=BOX_COLOR, edgecolor=BOX_EDGE, linewidth=1.0))
+    ax.add_patch(
+        FancyBboxPatch(
+            (box.x, box.y),
+            box.w,
+            box.h,
+            boxstyle="round,pad=0.2,rounding_size=0.8",
+            facecolor=BOX_COLOR,
+            edgecolor=BOX_EDGE,
+            linewidth=1.0,
+        )
+    )
     cx = box.x + box.w / 2
     ax.text(cx, box.y + box.h - 1.0, box.title, fontsize=BOX_TITLE_SIZE, fontweight="bold", ha="center", va="top")
     ax.text(cx, box.y + box.h / 2 - 0.6, box.text, fontsize=BOX_TEXT_SIZE, ha="center", va="center", linespacing=1.15)
-    ax.text(cx, box.y + 0.7, box.offline, fontsize=BOX_TEXT_SIZE - 0.5, ha="center", va="bottom",
-            color=OFFLINE_COLOR, style="italic")
+    ax.text(
+        cx,
+        box.y + 0.7,
+        box.offline,
+        fontsize=BOX_TEXT_SIZE - 0.5,
+        ha="center",
+        va="bottom",
+        color=OFFLINE_COLOR,
+        style="italic",
+    )
 
 
 def _arrow(ax: Any, start: tuple[float, float], end: tuple[float, float], two_way: bool) -> None:
     from matplotlib.patches import FancyArrowPatch
 
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="<|-|>" if two_way else "-|>", mutation_scale=11,
-                                 color=ARROW_COLOR, linewidth=1.2, shrinkA=1.5, shrinkB=1.5))
+    ax.add_patch(
+        FancyArrowPatch(
+            start,
+            end,
+            arrowstyle="<|-|>" if two_way else "-|>",
+            mutation_scale=11,
+            color=ARROW_COLOR,
+            linewidth=1.2,
+            shrinkA=1.5,
+            shrinkB=1.5,
+        )
+    )
 
 
 def _step_marker(ax: Any, number: int, x: float, y: float) -> None:
     from matplotlib.patches import Circle
 
     ax.add_patch(Circle((x, y), STEP_RADIUS, facecolor=STEP_COLOR, edgecolor="white", linewidth=0.8, zorder=5))
-    ax.text(x, y, str(number), fontsize=BOX_TEXT_SIZE, color="white", fontweight="bold", ha="center",
-            va="center", zorder=6)
+    ax.text(
+        x, y, str(number), fontsize=BOX_TEXT_SIZE, color="white", fontweight="bold", ha="center", va="center", zorder=6
+    )
 
 
 def draw_architecture() -> Any:
@@ -153,10 +219,28 @@ def draw_architecture() -> Any:
     _panel(ax, 59, 17.5, 49, 46, AGENTCORE_COLOR, AGENTCORE_EDGE, "Amazon Bedrock AgentCore runtime")
     from matplotlib.patches import FancyBboxPatch
 
-    ax.add_patch(FancyBboxPatch((61, 18.6), 46, 40.2, boxstyle="round,pad=0.2,rounding_size=1.0",
-                                facecolor=AGENT_MODULE_COLOR, edgecolor=AGENTCORE_EDGE, linewidth=0.8, linestyle="--"))
-    ax.text(62, 58.1, "one Python module: wordle_agent (environment, tool, reward)", fontsize=BOX_TEXT_SIZE,
-            color=AGENTCORE_EDGE, va="top", ha="left", style="italic")
+    ax.add_patch(
+        FancyBboxPatch(
+            (61, 18.6),
+            46,
+            40.2,
+            boxstyle="round,pad=0.2,rounding_size=1.0",
+            facecolor=AGENT_MODULE_COLOR,
+            edgecolor=AGENTCORE_EDGE,
+            linewidth=0.8,
+            linestyle="--",
+        )
+    )
+    ax.text(
+        62,
+        58.1,
+        "one Python module: wordle_agent (environment, tool, reward)",
+        fontsize=BOX_TEXT_SIZE,
+        color=AGENTCORE_EDGE,
+        va="top",
+        ha="left",
+        style="italic",
+    )
     for box in BOXES:
         _box(ax, box)
 
@@ -174,7 +258,16 @@ def draw_architecture() -> Any:
         x, y = 3 + column * 54, 14.2 - row * 2.6
         _step_marker(ax, index + 1, x, y)
         ax.text(x + 2.0, y, text, fontsize=LEGEND_SIZE, va="center", ha="left")
-    ax.text(57, 14.2 - (len(ROLLOUT_STEPS) - half) * 2.6 - 0.4, OFFLINE_NOTE, fontsize=LEGEND_SIZE - 0.5,
-            color=OFFLINE_COLOR, style="italic", va="top", ha="left", linespacing=1.2)
+    ax.text(
+        57,
+        14.2 - (len(ROLLOUT_STEPS) - half) * 2.6 - 0.4,
+        OFFLINE_NOTE,
+        fontsize=LEGEND_SIZE - 0.5,
+        color=OFFLINE_COLOR,
+        style="italic",
+        va="top",
+        ha="left",
+        linespacing=1.2,
+    )
     fig.subplots_adjust(left=0.01, right=0.99, top=0.95, bottom=0.01)
     return fig

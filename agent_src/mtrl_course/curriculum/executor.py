@@ -190,7 +190,10 @@ def _markdown_cell(nb: Any, text: str, tag: str) -> Any:
 def _sync_generated(nb: Any, nn: str) -> bool:
     """Make the banner and next cells of `nb` equal their renders; True when something changed."""
     changed = False
-    for tag, text, position in ((BANNER_TAG, catalog.banner_markdown(nn), 0), (NEXT_TAG, catalog.next_markdown(nn), None)):
+    for tag, text, position in (
+        (BANNER_TAG, catalog.banner_markdown(nn), 0),
+        (NEXT_TAG, catalog.next_markdown(nn), None),
+    ):
         cells = _tagged(nb, tag)
         if not cells:
             cell = _markdown_cell(nb, text, tag)
@@ -341,7 +344,13 @@ def execute(path: Path, timeout: int = CELL_TIMEOUT, *, store: bool = True) -> d
         resources={"metadata": {"path": str(config.NOTEBOOKS_DIR)}},
     )
     start = time.perf_counter()
-    row: dict[str, Any] = {"notebook": path.name, "seconds": 0.0, "cells": code_cells, "stderr cells": 0, "status": "ok"}
+    row: dict[str, Any] = {
+        "notebook": path.name,
+        "seconds": 0.0,
+        "cells": code_cells,
+        "stderr cells": 0,
+        "status": "ok",
+    }
     try:
         client.execute(env=kernel_env())
     except (CellExecutionError, CellTimeoutError, DeadKernelError) as err:
@@ -411,8 +420,10 @@ def _run_paths(paths: Sequence[Path], timeout: int, store: bool) -> list[dict[st
             results.append(execute(path, timeout, store=store))
         except NotebookRunError as err:
             results.extend(err.results)
-            results.extend({"notebook": p.name, "seconds": None, "cells": None, "stderr cells": None, "status": "not run"}
-                           for p in paths[len(results):])
+            results.extend(
+                {"notebook": p.name, "seconds": None, "cells": None, "stderr cells": None, "status": "not run"}
+                for p in paths[len(results) :]
+            )
             print_results(results)
             raise NotebookRunError(str(err), results) from err
     print_results(results)
@@ -433,15 +444,19 @@ def print_results(results: Sequence[dict[str, Any]]) -> None:
         if row["status"] != "ok":
             continue
         if row["stderr cells"]:
-            print(f"note: {row['notebook']}: {row['stderr cells']} cell(s) wrote to stderr; quiet them or tag them {STDERR_OK_TAG}")
+            print(
+                f"note: {row['notebook']}: {row['stderr cells']} cell(s) wrote to stderr; quiet them or tag them {STDERR_OK_TAG}"
+            )
         nn = notebook_id(config.NOTEBOOKS_DIR / row["notebook"])
         if nn is None:
             continue
         recorded = catalog.get(nn).offline_seconds
         measured = catalog.format_offline_time(round(row["seconds"]))
         if catalog.format_offline_time(recorded) != measured:
-            print(f"note: {row['notebook']} took {row['seconds']} s ({measured}); the catalog says "
-                  f"{catalog.format_offline_time(recorded)}: update offline_seconds in catalog.py")
+            print(
+                f"note: {row['notebook']} took {row['seconds']} s ({measured}); the catalog says "
+                f"{catalog.format_offline_time(recorded)}: update offline_seconds in catalog.py"
+            )
 
 
 # ------------------------------------------------------------------------------- commands

@@ -54,7 +54,9 @@ def runtime_id_for(name: str) -> str:
     return _runtime_id_for(name)
 
 
-def agent_runtime(name: str = DEFAULT_RUNTIME_NAME, env: Mapping[str, str] | None = None, *, register: bool = True) -> LocalAgentRuntime:
+def agent_runtime(
+    name: str = DEFAULT_RUNTIME_NAME, env: Mapping[str, str] | None = None, *, register: bool = True
+) -> LocalAgentRuntime:
     """A local AgentCore runtime serving the real agent app (not started yet: call `.start()`)."""
     from mtrl_course.local.runtime import LocalAgentRuntime
 
@@ -77,8 +79,14 @@ def job_runtime() -> Any:
     return runner.job_runtime()
 
 
-def install_runners(*, lane: str = LANE_FAST, adapter_dir: Path | None = None, fault: str | None = None,
-                    fault_step: int = 1, **options: Any) -> None:
+def install_runners(
+    *,
+    lane: str = LANE_FAST,
+    adapter_dir: Path | None = None,
+    fault: str | None = None,
+    fault_step: int = 1,
+    **options: Any,
+) -> None:
     """Choose how this process's offline jobs run: the lane, where adapters go, and an optional fault.
 
     `fault` is one of the runner's FAULTS (e.g. "runtime_restart"), injected at `fault_step`.
@@ -194,8 +202,9 @@ def agent_requests(task: str, environments: Mapping[str, Mapping[str, str]]) -> 
     return seen
 
 
-def serve_and_invoke_once(task: str, runtime_env: Mapping[str, str], *, job_arn: str, rollout_id: str,
-                          session: Any) -> tuple[Any, Any, list[str]]:
+def serve_and_invoke_once(
+    task: str, runtime_env: Mapping[str, str], *, job_arn: str, rollout_id: str, session: Any
+) -> tuple[Any, Any, list[str]]:
     """Serve the real agent app on loopback, invoke it once through boto3, and stop it.
 
     The untrained stand-in policy answers behind the process's Job Runtime emulator, so the
@@ -212,7 +221,9 @@ def serve_and_invoke_once(task: str, runtime_env: Mapping[str, str], *, job_arn:
 
     emulator = job_runtime().serve()
     emulator.register_job(job_arn, StandInPolicy())
-    served = agent_runtime(DEFAULT_RUNTIME_NAME, {**runtime_env, rollout.RUNTIME_ENDPOINT_ENV: emulator.endpoint}).start()
+    served = agent_runtime(
+        DEFAULT_RUNTIME_NAME, {**runtime_env, rollout.RUNTIME_ENDPOINT_ENV: emulator.endpoint}
+    ).start()
     games: list[Any] = []
     lines = [f"runtime ARN: {served.arn}"]
     try:

@@ -62,7 +62,11 @@ class RuntimeRegistry:
         params = call.params
         session_id = params.get("runtimeSessionId") or ""
         if not SESSION_ID_MIN <= len(session_id) <= SESSION_ID_MAX:
-            relation = f"greater than or equal to {SESSION_ID_MIN}" if len(session_id) < SESSION_ID_MIN else f"less than or equal to {SESSION_ID_MAX}"
+            relation = (
+                f"greater than or equal to {SESSION_ID_MIN}"
+                if len(session_id) < SESSION_ID_MIN
+                else f"less than or equal to {SESSION_ID_MAX}"
+            )
             raise ServiceError(
                 "ValidationException",
                 f"1 validation error detected: Value at 'runtimeSessionId' failed to satisfy constraint: Member must have length {relation}",
@@ -77,7 +81,9 @@ class RuntimeRegistry:
         if isinstance(payload, str):
             payload = payload.encode()
         content_type = params.get("contentType") or DEFAULT_CONTENT_TYPE
-        status, response_type, body = runtime.invoke_http(payload, session_id, content_type=content_type, accept=params.get("accept"))
+        status, response_type, body = runtime.invoke_http(
+            payload, session_id, content_type=content_type, accept=params.get("accept")
+        )
         from botocore.response import StreamingBody
 
         return {
@@ -99,5 +105,3 @@ class RuntimeRegistry:
         local = [r.summary() for r in sorted(self.all(), key=lambda r: r.name)]
         response["agentRuntimes"] = local + list(response.get("agentRuntimes", []))
         return response
-
-

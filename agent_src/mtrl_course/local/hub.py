@@ -121,7 +121,9 @@ class LocalHub:
         if hub != HUB_NAME and hub != hub_arn(region):
             raise ServiceError("ResourceNotFound", f"Hub {hub} does not exist.")
         if kind != HUB_CONTENT_TYPE:
-            raise ServiceError("ResourceNotFound", f"Hub content {model!r} of type {kind} does not exist in hub {HUB_NAME}.")
+            raise ServiceError(
+                "ResourceNotFound", f"Hub content {model!r} of type {kind} does not exist in hub {HUB_NAME}."
+            )
         require_model(model)
         if region not in MODELS[model][1]:
             raise ServiceError("ResourceNotFound", f"Hub content {model!r} is not available in {region}.")

@@ -45,16 +45,16 @@ def simulate_principal_policy(call: ApiCall, iam: Any) -> JSON:
                     "EvalActionName": action,
                     "EvalResourceName": resource,
                     "EvalDecision": decision.decision,
-                    "MatchedStatements": [
-                        {"SourcePolicyId": str(s.get("Sid", ""))} for s in decision.matched
-                    ],
+                    "MatchedStatements": [{"SourcePolicyId": str(s.get("Sid", ""))} for s in decision.matched],
                     "MissingContextValues": list(decision.missing_context),
                 }
             )
     return {"EvaluationResults": results, "IsTruncated": False}
 
 
-def decision(iam: Any, principal_arn: str, action: str, resource: str, context: dict[str, list[str]] | None = None) -> str:
+def decision(
+    iam: Any, principal_arn: str, action: str, resource: str, context: dict[str, list[str]] | None = None
+) -> str:
     """IAM's decision for one request by `principal_arn` (its identity policies in moto)."""
     return policy_eval.decide(_principal_policies(iam, principal_arn), action, resource, context).decision
 
@@ -71,8 +71,10 @@ def trusts(iam: Any, role_arn: str, service: str) -> bool:
     for statement in policy_eval.statements(document):
         principal = statement.get("Principal") or {}
         services = policy_eval.as_list(principal.get("Service")) if isinstance(principal, dict) else []
-        if statement.get("Effect") == "Allow" and service in services and policy_eval.action_matches(
-            policy_eval.as_list(statement.get("Action")), "sts:AssumeRole"
+        if (
+            statement.get("Effect") == "Allow"
+            and service in services
+            and policy_eval.action_matches(policy_eval.as_list(statement.get("Action")), "sts:AssumeRole")
         ):
             return True
     return False
@@ -85,13 +87,22 @@ def _principal_policies(iam: Any, arn: str) -> list[JSON]:
     try:
         if kind == "role":
             attached = iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]
-            inline = [iam.get_role_policy(RoleName=name, PolicyName=p)["PolicyDocument"] for p in iam.list_role_policies(RoleName=name)["PolicyNames"]]
+            inline = [
+                iam.get_role_policy(RoleName=name, PolicyName=p)["PolicyDocument"]
+                for p in iam.list_role_policies(RoleName=name)["PolicyNames"]
+            ]
         elif kind == "user":
             attached = iam.list_attached_user_policies(UserName=name)["AttachedPolicies"]
-            inline = [iam.get_user_policy(UserName=name, PolicyName=p)["PolicyDocument"] for p in iam.list_user_policies(UserName=name)["PolicyNames"]]
+            inline = [
+                iam.get_user_policy(UserName=name, PolicyName=p)["PolicyDocument"]
+                for p in iam.list_user_policies(UserName=name)["PolicyNames"]
+            ]
             for group in iam.list_groups_for_user(UserName=name)["Groups"]:
                 attached += iam.list_attached_group_policies(GroupName=group["GroupName"])["AttachedPolicies"]
-                inline += [iam.get_group_policy(GroupName=group["GroupName"], PolicyName=p)["PolicyDocument"] for p in iam.list_group_policies(GroupName=group["GroupName"])["PolicyNames"]]
+                inline += [
+                    iam.get_group_policy(GroupName=group["GroupName"], PolicyName=p)["PolicyDocument"]
+                    for p in iam.list_group_policies(GroupName=group["GroupName"])["PolicyNames"]
+                ]
         else:
             raise ServiceError("InvalidInput", f"PolicySourceArn {arn} must be an IAM user, group or role ARN.")
     except ServiceError:
@@ -101,6 +112,8 @@ def _principal_policies(iam: Any, arn: str) -> list[JSON]:
     documents = []
     for policy in attached:
         version = iam.get_policy(PolicyArn=policy["PolicyArn"])["Policy"]["DefaultVersionId"]
-        documents.append(iam.get_policy_version(PolicyArn=policy["PolicyArn"], VersionId=version)["PolicyVersion"]["Document"])
+        documents.append(
+            iam.get_policy_version(PolicyArn=policy["PolicyArn"], VersionId=version)["PolicyVersion"]["Document"]
+        )
     documents += inline
     return [json.loads(unquote(d)) if isinstance(d, str) else d for d in documents]

@@ -29,6 +29,7 @@ ACTIVE = ("InProgress", "Stopping")
 STAND_IN_IMAGE = "mtrl-offline-stand-in-adapter:latest"
 TERMINAL = ("Completed", "Failed", "Stopped")
 
+
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
@@ -83,7 +84,9 @@ class LocalJob:
     of work. An exception from the runner fails the job with the exception as the reason.
     """
 
-    def __init__(self, service: LocalMTRLService, name: str, arn: str, role_arn: str, config: JobConfig, tags: list[dict]):
+    def __init__(
+        self, service: LocalMTRLService, name: str, arn: str, role_arn: str, config: JobConfig, tags: list[dict]
+    ):
         self._service = service
         self.name = name
         self.arn = arn
@@ -177,7 +180,9 @@ class LocalJob:
     def set_output_model_package(self, arn: str) -> None:
         self._update_output("OutputModelPackageArn", arn, merge=False)
 
-    def register_output_model_package(self, description: str = "", checkpoint: bool = False, adapter_s3_uri: str | None = None) -> str:
+    def register_output_model_package(
+        self, description: str = "", checkpoint: bool = False, adapter_s3_uri: str | None = None
+    ) -> str:
         """Create a model package in the output (or checkpoint) group in moto; records its ARN.
 
         The package names its base model in InferenceSpecification.Containers[0].BaseModel,
@@ -186,7 +191,9 @@ class LocalJob:
         """
         from mtrl_course.local import hub
 
-        group_arn = self.config.checkpoint_model_package_group_arn if checkpoint else self.config.output_model_package_group_arn
+        group_arn = (
+            self.config.checkpoint_model_package_group_arn if checkpoint else self.config.output_model_package_group_arn
+        )
         if not group_arn:
             raise RuntimeError(f"job {self.name} has no {'checkpoint' if checkpoint else 'output'} model package group")
         container: dict[str, Any] = {
@@ -196,12 +203,15 @@ class LocalJob:
             "IsCheckpoint": checkpoint,
         }
         if adapter_s3_uri:
-            container["ModelDataSource"] = {"S3DataSource": {"S3Uri": adapter_s3_uri, "S3DataType": "S3Prefix", "CompressionType": "None"}}
+            container["ModelDataSource"] = {
+                "S3DataSource": {"S3Uri": adapter_s3_uri, "S3DataType": "S3Prefix", "CompressionType": "None"}
+            }
         sagemaker = self._service.client("sagemaker", self.config.region)
         group = group_arn.rsplit("/", 1)[-1]
         request = {
             "ModelPackageGroupName": group,
-            "ModelPackageDescription": description or f"LoRA adapter from {self.category} job {self.name} (offline stand-in)",
+            "ModelPackageDescription": description
+            or f"LoRA adapter from {self.category} job {self.name} (offline stand-in)",
             "InferenceSpecification": {
                 "Containers": [container],
                 "SupportedContentTypes": ["application/json"],
@@ -214,7 +224,9 @@ class LocalJob:
             self.set_output_model_package(arn)
         return arn
 
-    def set_mlflow_details(self, experiment_id: str, run_id: str, experiment_name: str | None = None, run_name: str | None = None) -> None:
+    def set_mlflow_details(
+        self, experiment_id: str, run_id: str, experiment_name: str | None = None, run_name: str | None = None
+    ) -> None:
         details = {
             "ExperimentName": experiment_name or self.experiment_name,
             "RunName": run_name or self.run_name,

@@ -112,9 +112,7 @@ class JobRuntimeError(Exception):
     returned in the body beside the service's message, which stays exactly what the service says.
     """
 
-    def __init__(
-        self, status: int, error_type: str, message: str, detail: str | None = None
-    ) -> None:
+    def __init__(self, status: int, error_type: str, message: str, detail: str | None = None) -> None:
         super().__init__(f"{status} {error_type}: {message}" + (f" ({detail})" if detail else ""))
         self.status = status
         self.error_type = error_type
@@ -268,8 +266,7 @@ class _Trajectory:
 def _refuse_if_ended(traj: _Trajectory) -> None:
     if traj.ended is not None:
         raise _validation(
-            f"Trajectory {traj.trajectory_id} no longer accepts requests: its agent session ended "
-            f"({traj.ended})"
+            f"Trajectory {traj.trajectory_id} no longer accepts requests: its agent session ended ({traj.ended})"
         )
 
 
@@ -299,9 +296,7 @@ class JobRuntimeEmulator:
     `.endpoint`. `clock` is injectable so tests can expire tokens without waiting.
     """
 
-    def __init__(
-        self, *, region: str | None = None, clock: Callable[[], float] = time.time
-    ) -> None:
+    def __init__(self, *, region: str | None = None, clock: Callable[[], float] = time.time) -> None:
         self.region = region  # when set, tokens signed for another Region fail, as they would live
         self.clock = clock
         self._lock = threading.RLock()
@@ -314,9 +309,7 @@ class JobRuntimeEmulator:
         self._server: LoopbackServer | None = None
 
     # --- credentials ---------------------------------------------------------------------------
-    def add_credentials(
-        self, access_key: str, secret: str, account: str, *, session_token: str | None = None
-    ) -> None:
+    def add_credentials(self, access_key: str, secret: str, account: str, *, session_token: str | None = None) -> None:
         """Trust tokens signed with this key pair, acting for `account` (12 digits)."""
         if not ACCOUNT_RE.match(account):
             raise ValueError(f"account {account!r} must be 12 digits")
@@ -355,18 +348,14 @@ class JobRuntimeEmulator:
             if cred is None:
                 raise _auth_failed("token signed with an unknown access key")
             if cred.revoked:
-                raise _auth_failed(
-                    "token signed with rotated (revoked) credentials; sign a new one"
-                )
+                raise _auth_failed("token signed with rotated (revoked) credentials; sign a new one")
             secret, account, session_token = cred.secret, cred.account, cred.session_token
         if parsed.session_token != session_token:
             raise _auth_failed("token's security token does not match the credentials")
         if not signature_matches(parsed, secret):
             raise _auth_failed("signature does not match")
         if self.region is not None and parsed.region != self.region:
-            raise _auth_failed(
-                f"token signed for Region {parsed.region}, this endpoint is {self.region}"
-            )
+            raise _auth_failed(f"token signed for Region {parsed.region}, this endpoint is {self.region}")
         now = self.clock()
         if parsed.issued_at - now > MAX_CLOCK_SKEW_S:
             raise _auth_failed("token is dated in the future")
@@ -387,17 +376,13 @@ class JobRuntimeEmulator:
         """Accept rollouts for `job_arn`, answered by `policy`; defaults fill what requests omit."""
         arn_account = job_arn_account(job_arn)
         if account is not None and account != arn_account:
-            raise ValueError(
-                f"account {account} does not own {job_arn} (its account is {arn_account})"
-            )
+            raise ValueError(f"account {account} does not own {job_arn} (its account is {arn_account})")
         if not callable(getattr(policy, "complete", None)):
             raise TypeError(f"policy {policy!r} has no complete(request, trajectory) method")
         with self._lock:
             if job_arn in self._jobs:
                 raise ValueError(f"job {job_arn} is already registered")
-            self._jobs[job_arn] = _Job(
-                job_arn, arn_account, policy, default_temperature, default_max_tokens
-            )
+            self._jobs[job_arn] = _Job(job_arn, arn_account, policy, default_temperature, default_max_tokens)
             self._trajectories[job_arn] = {}
 
     def set_policy(self, job_arn: str, policy: Policy) -> None:
@@ -462,9 +447,7 @@ class JobRuntimeEmulator:
         with self._lock:
             job = self._known_job(job_arn)
             for _ in range(count):
-                job.injected_errors.append(
-                    JobRuntimeError(status, error_type, message, "injected fault")
-                )
+                job.injected_errors.append(JobRuntimeError(status, error_type, message, "injected fault"))
 
     # --- queries ---------------------------------------------------------------------------------
     def trajectories(self, job_arn: str) -> list[TrajectoryRecord]:
@@ -516,14 +499,8 @@ class JobRuntimeEmulator:
         caller acting for the job's own account.
         """
         job = self._authorize(job_arn, trajectory_id, account, sampling=True)
-        if (
-            not isinstance(request, dict)
-            or not isinstance(request.get("messages"), list)
-            or not request["messages"]
-        ):
-            raise _validation(
-                "Request body must be a chat completion request with a non-empty 'messages' list"
-            )
+        if not isinstance(request, dict) or not isinstance(request.get("messages"), list) or not request["messages"]:
+            raise _validation("Request body must be a chat completion request with a non-empty 'messages' list")
         temperature, max_tokens = _sampling_params(request, job)
         started = self.clock()
         with self._lock:
@@ -545,9 +522,7 @@ class JobRuntimeEmulator:
             raise
         except Exception as exc:  # a policy bug must reach the caller as the service's 500
             log.exception("policy %s failed on trajectory %s", type(policy).__name__, trajectory_id)
-            raise JobRuntimeError(
-                500, INTERNAL_ERROR, "The model failed to process the request", repr(exc)
-            ) from exc
+            raise JobRuntimeError(500, INTERNAL_ERROR, "The model failed to process the request", repr(exc)) from exc
         response = _checked_response(response, policy)
         record = _sample_record(path, request, policy_request, response, started, self.clock())
         with self._lock:
@@ -567,9 +542,7 @@ class JobRuntimeEmulator:
     ) -> None:
         """Seal the trajectory as `ready` or `failed`; a second completion is refused."""
         if status not in COMPLETION_STATUSES:
-            raise _validation(
-                f"Status must be one of {', '.join(COMPLETION_STATUSES)}, got {status!r}"
-            )
+            raise _validation(f"Status must be one of {', '.join(COMPLETION_STATUSES)}, got {status!r}")
         self._authorize(job_arn, trajectory_id, account, sampling=False)
         with self._lock:
             traj = self._open_trajectory(job_arn, trajectory_id)
@@ -581,9 +554,7 @@ class JobRuntimeEmulator:
                     and status == traj.completion_status
                 ):
                     return  # the same request retried: idempotent success, nothing changes
-                raise _validation(
-                    f"Cannot transition trajectory {trajectory_id} from {traj.state} to {status}"
-                )
+                raise _validation(f"Cannot transition trajectory {trajectory_id} from {traj.state} to {status}")
             traj.state = status
             traj.completion_status = status
             traj.completed_at = self.clock()
@@ -603,14 +574,9 @@ class JobRuntimeEmulator:
             isinstance(rewards, (str, bytes))
             or not isinstance(rewards, Sequence)
             or not rewards
-            or any(
-                isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r)
-                for r in rewards
-            )
+            or any(isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) for r in rewards)
         ):
-            raise _validation(
-                f"Rewards must be a non-empty list of finite numbers, got {rewards!r}"
-            )
+            raise _validation(f"Rewards must be a non-empty list of finite numbers, got {rewards!r}")
         self._authorize(job_arn, trajectory_id, account, sampling=False)
         values = tuple(float(r) for r in rewards)
         with self._lock:
@@ -622,11 +588,7 @@ class JobRuntimeEmulator:
                     f"{IN_PROGRESS}; call CompleteRollout first"
                 )
             if traj.state == REWARD_RECEIVED:
-                if (
-                    client_token is not None
-                    and client_token == traj.reward_token
-                    and values == traj.rewards
-                ):
+                if client_token is not None and client_token == traj.reward_token and values == traj.rewards:
                     return
                 raise _validation(
                     f"Cannot transition trajectory {trajectory_id} from {REWARD_RECEIVED} to "
@@ -638,9 +600,7 @@ class JobRuntimeEmulator:
             traj.reward_token = client_token
 
     # --- HTTP -------------------------------------------------------------------------------------
-    def handle_http(
-        self, method: str, path: str, headers: Mapping[str, str], body: bytes
-    ) -> HttpReply:
+    def handle_http(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> HttpReply:
         """Answer one HTTP request (lower-case header names), whichever server carried it."""
         job_arn = headers.get(JOB_ARN_HEADER)
         trajectory_id = headers.get(TRAJECTORY_HEADER)
@@ -659,8 +619,7 @@ class JobRuntimeEmulator:
             if path in SAMPLING_PATHS:
                 if not job_arn or not trajectory_id:
                     raise _validation(
-                        "Sampling requests need the X-Amzn-SageMaker-Job-Arn and "
-                        "X-Amzn-SageMaker-Trajectory-Id headers"
+                        "Sampling requests need the X-Amzn-SageMaker-Job-Arn and X-Amzn-SageMaker-Trajectory-Id headers"
                     )
                 response = self.sample(job_arn, trajectory_id, payload, account=account, path=path)
                 if path == SAMPLE_STREAM_PATH or payload.get("stream"):
@@ -671,9 +630,7 @@ class JobRuntimeEmulator:
                         "text/event-stream; charset=utf-8",
                         (("cache-control", "no-cache"), (REQUEST_ID_HEADER, str(uuid.uuid4()))),
                     )
-                return HttpReply(
-                    200, _json_bytes(response), headers=((REQUEST_ID_HEADER, str(uuid.uuid4())),)
-                )
+                return HttpReply(200, _json_bytes(response), headers=((REQUEST_ID_HEADER, str(uuid.uuid4())),))
             if not isinstance(payload, dict):
                 raise _validation("Request body must be a JSON object")
             job_arn, trajectory_id = self._feedback_ids(payload, job_arn)
@@ -717,9 +674,7 @@ class JobRuntimeEmulator:
             body_out = {"Message": err.message}
             if err.detail:
                 body_out["Detail"] = err.detail
-            return HttpReply(
-                err.status, _json_bytes(body_out), headers=((ERROR_TYPE_HEADER, err.error_type),)
-            )
+            return HttpReply(err.status, _json_bytes(body_out), headers=((ERROR_TYPE_HEADER, err.error_type),))
 
     async def asgi(self, scope: dict, receive: Callable, send: Callable) -> None:
         """ASGI entry point (HTTP only), for uvicorn or httpx.ASGITransport."""
@@ -794,9 +749,7 @@ class JobRuntimeEmulator:
             traj = trajs[trajectory_id] = _Trajectory(job_arn, trajectory_id, self.clock())
         return traj
 
-    def _authorize(
-        self, job_arn: str, trajectory_id: str, account: str | None, *, sampling: bool
-    ) -> _Job:
+    def _authorize(self, job_arn: str, trajectory_id: str, account: str | None, *, sampling: bool) -> _Job:
         """The checks after authentication, in the service's order: ARN, account, job, trajectory."""
         if not isinstance(job_arn, str) or not JOB_ARN_RE.match(job_arn):
             raise _validation(f"Invalid job ARN: {job_arn!r}")
@@ -815,18 +768,11 @@ class JobRuntimeEmulator:
             if sampling and job.fail_auth:
                 raise _auth_failed("fail_auth_for() is set for this job")
             if job.closed_status is not None:
-                raise _validation(
-                    f"Job {job_arn} is {job.closed_status} and no longer accepts requests"
-                )
+                raise _validation(f"Job {job_arn} is {job.closed_status} and no longer accepts requests")
             if sampling and job.injected_errors:
                 raise job.injected_errors.popleft()
-        if (
-            not isinstance(trajectory_id, str)
-            or not 0 < len(trajectory_id) <= MAX_TRAJECTORY_ID_LEN
-        ):
-            raise _validation(
-                f"TrajectoryId must be a string of 1 to {MAX_TRAJECTORY_ID_LEN} characters"
-            )
+        if not isinstance(trajectory_id, str) or not 0 < len(trajectory_id) <= MAX_TRAJECTORY_ID_LEN:
+            raise _validation(f"TrajectoryId must be a string of 1 to {MAX_TRAJECTORY_ID_LEN} characters")
         return job
 
     @staticmethod
@@ -938,11 +884,7 @@ def _sampling_params(request: dict, job: _Job) -> tuple[float, int | None]:
     temperature = request.get("temperature")
     if temperature is None:
         temperature = job.default_temperature
-    if (
-        isinstance(temperature, bool)
-        or not isinstance(temperature, (int, float))
-        or temperature < 0
-    ):
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature < 0:
         raise _validation(f"temperature must be a non-negative number, got {temperature!r}")
     max_tokens = request.get("max_tokens") or request.get("max_completion_tokens")
     if max_tokens is None:
@@ -962,9 +904,7 @@ def _sample_record(
     calls = []
     for call in message.get("tool_calls") or ():
         fn = call.get("function") or {}
-        calls.append(
-            {"id": call.get("id"), "name": fn.get("name"), "arguments": fn.get("arguments")}
-        )
+        calls.append({"id": call.get("id"), "name": fn.get("name"), "arguments": fn.get("arguments")})
     return SampleRecord(
         turn=-1,  # assigned under the lock, in arrival order
         path=path,
@@ -1027,15 +967,7 @@ def stream_chunks(response: dict, include_usage: bool) -> list[dict]:
                 "function": {"name": fn.get("name"), "arguments": ""},
             }
             chunks.append(delta({"tool_calls": [header]}))
-            chunks.append(
-                delta(
-                    {
-                        "tool_calls": [
-                            {"index": i, "function": {"arguments": fn.get("arguments", "")}}
-                        ]
-                    }
-                )
-            )
+            chunks.append(delta({"tool_calls": [{"index": i, "function": {"arguments": fn.get("arguments", "")}}]}))
         chunks.append(delta({}, choice.get("finish_reason") or "stop"))
     if include_usage:
         chunks.append(chunk([], response.get("usage")))
@@ -1126,13 +1058,10 @@ class LoopbackServer:
         deadline = time.monotonic() + SERVER_START_TIMEOUT_S
         while not self._server.started:
             if self._error is not None or not self._thread.is_alive():
-                raise RuntimeError(
-                    f"the loopback server for {self._thread.name} failed to start"
-                ) from self._error
+                raise RuntimeError(f"the loopback server for {self._thread.name} failed to start") from self._error
             if time.monotonic() > deadline:
                 raise RuntimeError(
-                    f"the loopback server for {self._thread.name} did not start within "
-                    f"{SERVER_START_TIMEOUT_S} s"
+                    f"the loopback server for {self._thread.name} did not start within {SERVER_START_TIMEOUT_S} s"
                 )
             time.sleep(0.005)
 

@@ -31,7 +31,11 @@ class JobRuntimeRoute:
 
     def _emulator(self) -> Any:
         if self.emulator is None:
-            raise ServiceError("InternalServiceError", "offline mode: no Job Runtime emulator is attached (offline_backend().attach_job_runtime(emulator)).", 500)
+            raise ServiceError(
+                "InternalServiceError",
+                "offline mode: no Job Runtime emulator is attached (offline_backend().attach_job_runtime(emulator)).",
+                500,
+            )
         return self.emulator
 
     def _call(self, function: Callable[[], Any]) -> Any:
@@ -49,7 +53,11 @@ class JobRuntimeRoute:
         request = _json_body(call.params["Body"])
         streaming = call.operation == "SampleWithResponseStream"
         path = jobruntime.SAMPLE_STREAM_PATH if streaming else jobruntime.SAMPLE_PATH
-        response = self._call(lambda: emulator.sample(call.params["JobArn"], call.params["TrajectoryId"], request, account=self.account, path=path))
+        response = self._call(
+            lambda: emulator.sample(
+                call.params["JobArn"], call.params["TrajectoryId"], request, account=self.account, path=path
+            )
+        )
         if streaming or request.get("stream"):
             include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
             body = jobruntime.encode_sse(jobruntime.stream_chunks(response, include_usage))
@@ -65,13 +73,21 @@ class JobRuntimeRoute:
     def complete_rollout(self, call: ApiCall) -> JSON:
         emulator = self._emulator()
         p = call.params
-        self._call(lambda: emulator.complete_rollout(p["JobArn"], p["TrajectoryId"], p.get("Status") or "ready", p.get("ClientToken"), account=self.account))
+        self._call(
+            lambda: emulator.complete_rollout(
+                p["JobArn"], p["TrajectoryId"], p.get("Status") or "ready", p.get("ClientToken"), account=self.account
+            )
+        )
         return {}
 
     def update_reward(self, call: ApiCall) -> JSON:
         emulator = self._emulator()
         p = call.params
-        self._call(lambda: emulator.update_reward(p["JobArn"], p["TrajectoryId"], p["Rewards"], p.get("ClientToken"), account=self.account))
+        self._call(
+            lambda: emulator.update_reward(
+                p["JobArn"], p["TrajectoryId"], p["Rewards"], p.get("ClientToken"), account=self.account
+            )
+        )
         return {}
 
 
@@ -85,5 +101,3 @@ def _json_body(body: Any) -> JSON:
     if not isinstance(value, dict):
         raise validation_error("Body must be a JSON object.")
     return value
-
-

@@ -49,7 +49,9 @@ class RolloutRecord:
 Group = Sequence[RolloutRecord]
 
 
-def _stats(prefix: str, values: Sequence[float], names: Iterable[str] = ("mean", "std", "min", "max")) -> dict[str, float]:
+def _stats(
+    prefix: str, values: Sequence[float], names: Iterable[str] = ("mean", "std", "min", "max")
+) -> dict[str, float]:
     if not values:
         return {}
     array = np.asarray(values, dtype=float)

@@ -124,7 +124,9 @@ class LocalMlflowApps:
                 continue
             if data.get("arn") == arn:
                 directory = record.parent
-                return MlflowAppInfo(arn, f"sqlite:///{(directory / 'mlflow.db').as_posix()}", (directory / "artifacts").as_uri())
+                return MlflowAppInfo(
+                    arn, f"sqlite:///{(directory / 'mlflow.db').as_posix()}", (directory / "artifacts").as_uri()
+                )
         return None
 
     def _app(self, arn: str) -> _App:
@@ -219,7 +221,14 @@ class LocalMlflowApps:
         version = _mlflow_version()
         return {
             "Summaries": [
-                {"Arn": a.arn, "Name": a.name, "Status": a.status, "CreationTime": a.created, "LastModifiedTime": a.modified, "MlflowVersion": version}
+                {
+                    "Arn": a.arn,
+                    "Name": a.name,
+                    "Status": a.status,
+                    "CreationTime": a.created,
+                    "LastModifiedTime": a.modified,
+                    "MlflowVersion": version,
+                }
                 for a in apps
             ]
         }
@@ -252,10 +261,15 @@ class LocalMlflowApps:
 
     def presigned_url(self, call: ApiCall) -> JSON:
         app = self._app(call.params["Arn"])
-        for key, (low, high) in (("ExpiresInSeconds", PRESIGNED_EXPIRY_RANGE), ("SessionExpirationDurationInSeconds", SESSION_EXPIRY_RANGE)):
+        for key, (low, high) in (
+            ("ExpiresInSeconds", PRESIGNED_EXPIRY_RANGE),
+            ("SessionExpirationDurationInSeconds", SESSION_EXPIRY_RANGE),
+        ):
             value = call.params.get(key)
             if value is not None and not low <= value <= high:
-                raise validation_error(f"1 validation error detected: Value '{value}' at '{key}' failed to satisfy constraint: Member must have value between {low} and {high}")
+                raise validation_error(
+                    f"1 validation error detected: Value '{value}' at '{key}' failed to satisfy constraint: Member must have value between {low} and {high}"
+                )
         # A loopback URL of the local MLflow UI (start it with start_ui); never a signed AWS URL.
         return {"AuthorizedUrl": f"http://{MLFLOW_UI_HOST}:{app.port}/"}
 
@@ -270,14 +284,26 @@ class LocalMlflowApps:
             if not _port_free(app.port):
                 app.port = _free_port()
             command = [
-                sys.executable, "-m", "mlflow", "ui",
-                "--backend-store-uri", app.tracking_uri,
-                "--default-artifact-root", app.artifact_root,
-                "--host", MLFLOW_UI_HOST, "--port", str(app.port), "--workers", MLFLOW_UI_WORKERS,
+                sys.executable,
+                "-m",
+                "mlflow",
+                "ui",
+                "--backend-store-uri",
+                app.tracking_uri,
+                "--default-artifact-root",
+                app.artifact_root,
+                "--host",
+                MLFLOW_UI_HOST,
+                "--port",
+                str(app.port),
+                "--workers",
+                MLFLOW_UI_WORKERS,
             ]
             # Its own process group: `mlflow ui` runs the server as a child process, and stop_ui
             # must end both.
-            self._ui[arn] = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            self._ui[arn] = subprocess.Popen(
+                command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+            )
         import http.client
 
         deadline = time.monotonic() + MLFLOW_UI_START_TIMEOUT_S
@@ -431,5 +457,3 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 
         loader.exec_module = exec_then_register  # type: ignore[method-assign]
         return spec
-
-

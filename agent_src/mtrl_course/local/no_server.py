@@ -27,14 +27,14 @@ PROGRAM_STOP_TIMEOUT_S = 10.0
 PROGRAM_WAIT_S = 60.0
 # The walkthrough's broken decorator stack: the handler is wrapped for the training service but
 # nothing creates a BedrockAgentCoreApp, so running the file starts no HTTP server at all.
-NO_ENTRYPOINT_PROGRAM = '''\
+NO_ENTRYPOINT_PROGRAM = """\
 from sagemaker.train.rft import sagemaker_rft_handler
 
 
 @sagemaker_rft_handler
 def handle_rollout(payload):
     return {"reward": -1.5}
-'''
+"""
 
 NO_SERVER_NAME = "WordleMTRL_NoEntrypoint"
 
@@ -67,7 +67,9 @@ class NoServerRuntime:
                 env = {**os.environ, "PORT": str(self.port)}
                 self._process = subprocess.Popen(
                     [sys.executable, "-c", NO_ENTRYPOINT_PROGRAM],
-                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
                 )
         return self
 
@@ -91,7 +93,9 @@ class NoServerRuntime:
                 pass
         return self.program_status()
 
-    def invoke_http(self, payload: bytes, session_id: str, *, content_type: str = "", accept: str | None = None) -> tuple[int, str, bytes]:
+    def invoke_http(
+        self, payload: bytes, session_id: str, *, content_type: str = "", accept: str | None = None
+    ) -> tuple[int, str, bytes]:
         deadline = time.monotonic() + self.init_timeout
         while time.monotonic() < deadline:
             if _port_open(self.port):  # never, for this program; a server would be forwarded to here

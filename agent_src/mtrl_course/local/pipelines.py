@@ -79,16 +79,23 @@ class LocalPipelines:
         response = call.original()
         arn = response["PipelineExecutionArn"]
         sagemaker = self._client("sagemaker", call.region)
-        definition = json.loads(sagemaker.describe_pipeline(PipelineName=call.params["PipelineName"])["PipelineDefinition"])
+        definition = json.loads(
+            sagemaker.describe_pipeline(PipelineName=call.params["PipelineName"])["PipelineDefinition"]
+        )
         raw_steps = definition.get("Steps") or []
         if not any(s.get("Type") == "Job" for s in raw_steps):
             return response
-        steps = [_Step(s["Name"], s.get("Type", ""), s.get("Arguments") or {}, list(s.get("DependsOn") or [])) for s in raw_steps]
+        steps = [
+            _Step(s["Name"], s.get("Type", ""), s.get("Arguments") or {}, list(s.get("DependsOn") or []))
+            for s in raw_steps
+        ]
         execution = _Execution(arn, steps)
         execution.role_arn = sagemaker.describe_pipeline(PipelineName=call.params["PipelineName"]).get("RoleArn", "")
         with self._lock:
             self._executions[arn] = execution
-        threading.Thread(target=self._run, args=(execution, call.region), name=f"pipeline-{arn.rsplit('/', 1)[-1]}", daemon=True).start()
+        threading.Thread(
+            target=self._run, args=(execution, call.region), name=f"pipeline-{arn.rsplit('/', 1)[-1]}", daemon=True
+        ).start()
         return response
 
     def _run(self, execution: _Execution, region: str) -> None:
@@ -152,19 +159,33 @@ class LocalPipelines:
         if step.kind == "Lineage":
             lineage = f"arn:aws:sagemaker:{region}:{account}:"
             args = step.arguments
-            needs += [("sagemaker:CreateAction", lineage + "action/" + step.name.lower(), {})] if args.get("Actions") else []
-            needs += [("sagemaker:CreateContext", lineage + "context/" + step.name.lower(), {})] if args.get("Contexts") else []
-            needs += [("sagemaker:CreateArtifact", lineage + "artifact/" + step.name.lower(), {})] if args.get("Artifacts") else []
+            needs += (
+                [("sagemaker:CreateAction", lineage + "action/" + step.name.lower(), {})] if args.get("Actions") else []
+            )
+            needs += (
+                [("sagemaker:CreateContext", lineage + "context/" + step.name.lower(), {})]
+                if args.get("Contexts")
+                else []
+            )
+            needs += (
+                [("sagemaker:CreateArtifact", lineage + "artifact/" + step.name.lower(), {})]
+                if args.get("Artifacts")
+                else []
+            )
             needs += [("sagemaker:AddAssociation", "*", {})] if args.get("Associations") else []
         elif step.kind == "Job":
             category = step.arguments.get("JobCategory", "")
-            needs.append(("sagemaker:CreateJob", f"arn:aws:sagemaker:{region}:{account}:job/{category}/{step.name.lower()}", {}))
+            needs.append(
+                ("sagemaker:CreateJob", f"arn:aws:sagemaker:{region}:{account}:job/{category}/{step.name.lower()}", {})
+            )
             passed = step.arguments.get("RoleArn", "")
             needs.append(("iam:PassRole", passed, {"iam:PassedToService": [JOB_SERVICE]}))
         for action, resource, context in needs:
             if decision(iam, role, action, resource, context) != "allowed":
-                return (f"AccessDeniedException: User: {role} is not authorized to perform: {action} on resource: {resource} "
-                        f"because no identity-based policy allows the {action} action")
+                return (
+                    f"AccessDeniedException: User: {role} is not authorized to perform: {action} on resource: {resource} "
+                    f"because no identity-based policy allows the {action} action"
+                )
         return None
 
     def _run_step(self, step: _Step, execution: _Execution, execution_id: str, region: str) -> bool:
@@ -176,7 +197,10 @@ class LocalPipelines:
             step.status = "Succeeded"
             return True
         if step.kind != "Job":
-            step.status, step.failure = "Failed", f"Step type {step.kind} is not supported by the offline pipeline runner."
+            step.status, step.failure = (
+                "Failed",
+                f"Step type {step.kind} is not supported by the offline pipeline runner.",
+            )
             return False
         args = step.arguments
         # Guess: Pipelines' own naming of Job-step jobs is not documented; this mirrors the
@@ -266,7 +290,9 @@ class LocalPipelines:
             raise ServiceError("ConflictException", f"Pipeline execution {arn} is not running and cannot be stopped.")
         with self._lock:
             if execution.status != "Executing":
-                raise ServiceError("ConflictException", f"Pipeline execution {arn} is {execution.status} and cannot be stopped.")
+                raise ServiceError(
+                    "ConflictException", f"Pipeline execution {arn} is {execution.status} and cannot be stopped."
+                )
             execution.status = "Stopping"
             execution.stop.set()
         return {"PipelineExecutionArn": arn}

@@ -92,7 +92,10 @@ from wordle_agent.reward import legacy_reward, outcome_reward
 LANE_FAST, LANE_FULL = "fast", "full"
 LANES = (LANE_FAST, LANE_FULL)
 FAULT_AUTH, FAULT_AGENT_ERROR, FAULT_MISSING_REWARD, FAULT_RESTART = (
-    "auth_failure", "agent_error", "missing_reward", "runtime_restart",
+    "auth_failure",
+    "agent_error",
+    "missing_reward",
+    "runtime_restart",
 )
 FAULTS = (FAULT_AUTH, FAULT_AGENT_ERROR, FAULT_MISSING_REWARD, FAULT_RESTART)
 FAST_LANE_ONLY_FAULTS = (FAULT_AGENT_ERROR, FAULT_MISSING_REWARD)
@@ -323,8 +326,15 @@ def _agent_error_result(payload: dict) -> dict:
 class _JobSession:
     """Everything one job's rollouts share: the job, its emulator registration, lane and options."""
 
-    def __init__(self, job: ReportingJob, options: RunnerOptions, policy: StandInPolicy, max_concurrency: int,
-                 timeout_s: float, max_retries: int) -> None:
+    def __init__(
+        self,
+        job: ReportingJob,
+        options: RunnerOptions,
+        policy: StandInPolicy,
+        max_concurrency: int,
+        timeout_s: float,
+        max_retries: int,
+    ) -> None:
         from mtrl_course.local.stack import active as offline_backend
 
         self.job = job
@@ -448,8 +458,14 @@ class _JobSession:
         for attempt in range(self.attempts):
             tid = task.trajectory_id(self.job.name, attempt)
             trajectory = self.emulator.start_trajectory(
-                self.job.arn, tid, rng_key=task.rng_key(self.options.seed, attempt), phase=task.phase,
-                step=task.step, prompt_index=task.prompt_index, rollout_index=task.rollout_index, attempt=attempt,
+                self.job.arn,
+                tid,
+                rng_key=task.rng_key(self.options.seed, attempt),
+                phase=task.phase,
+                step=task.step,
+                prompt_index=task.prompt_index,
+                rollout_index=task.rollout_index,
+                attempt=attempt,
             )
             started = time.monotonic()
             transport_error: str | None = None
@@ -490,8 +506,14 @@ class _JobSession:
         if self.options.lane == LANE_FAST:
             self._count_dispatch()
             episode = fastlane.play_episode(
-                self.emulator, self.job.arn, tid, task.prompt, temperature=task.temperature,
-                top_p=task.top_p, max_tokens=task.max_tokens, handler=self._handler_for(task, attempt),
+                self.emulator,
+                self.job.arn,
+                tid,
+                task.prompt,
+                temperature=task.temperature,
+                top_p=task.top_p,
+                max_tokens=task.max_tokens,
+                handler=self._handler_for(task, attempt),
             )
             return (episode.error if episode.reported == "nothing" else None), list(episode.refusals)
         from mtrl_course.local.service import ServiceError
@@ -732,8 +754,12 @@ class _Training:
         job.set_secondary("Training", f"Training with the {LABEL} on the {self.options.lane} lane")
         self.session, self.mlflow = _open(job, self.options, StandInPolicy(self.adapter, seed=self.options.seed))
         job.update_progress(
-            MaxEpoch=int(hp["max_epochs"]), StepsPerEpoch=self.per_epoch, CurrentEpoch=1, CurrentStep=0,
-            MaxSteps=self.total_steps, BatchSize=self.batch,
+            MaxEpoch=int(hp["max_epochs"]),
+            StepsPerEpoch=self.per_epoch,
+            CurrentEpoch=1,
+            CurrentStep=0,
+            MaxSteps=self.total_steps,
+            BatchSize=self.batch,
         )
         status = "FAILED"
         try:
@@ -760,7 +786,9 @@ class _Training:
         self.job.update_progress(CurrentEpoch=epoch, CurrentStep=within)
         sampling = (float(hp["temperature"]), float(hp["sampling_top_p"]), int(hp["sampling_max_tokens"]))
         tasks = [
-            RolloutTask("train", step, row, r, self.train_rows[row], *sampling) for row in rows for r in range(self.group)
+            RolloutTask("train", step, row, r, self.train_rows[row], *sampling)
+            for row in rows
+            for r in range(self.group)
         ]
         self.session.before_batch("train", step, tasks)
         outcomes = self.session.run(tasks)
@@ -776,12 +804,16 @@ class _Training:
         groups = _groups(outcomes)
         advantages = [
             grpo.group_advantages(
-                [_reward_of(o) for o in g], method=self.config.advantage_method,
-                scale_by_std=self.config.scale_by_std, eps=self.config.advantage_eps,
+                [_reward_of(o) for o in g],
+                method=self.config.advantage_method,
+                scale_by_std=self.config.scale_by_std,
+                eps=self.config.advantage_eps,
             )
             for g in groups
         ]
-        batch = [grpo.TrajectorySample(float(a), o.traces) for g, adv in zip(groups, advantages) for o, a in zip(g, adv)]
+        batch = [
+            grpo.TrajectorySample(float(a), o.traces) for g, adv in zip(groups, advantages) for o, a in zip(g, adv)
+        ]
         update_started = time.monotonic()
         self.adapter = grpo.update(self.adapter, batch, self.optimizer, step).adapter
         update_seconds = time.monotonic() - update_started
@@ -862,7 +894,8 @@ def evaluate(job: ReportingJob, options: RunnerOptions) -> None:
         sampling = (float(hp["temperature"]), float(hp["sampling_top_p"]), int(hp["sampling_max_tokens"]))
         tasks = [
             RolloutTask("eval", 0, i, r, row, *sampling)
-            for i, row in enumerate(rows) for r in range(int(hp["eval_group_size"]))
+            for i, row in enumerate(rows)
+            for r in range(int(hp["eval_group_size"]))
         ]
         session.before_batch("eval", 0, tasks)
         with fastlane.installed():
@@ -875,7 +908,9 @@ def evaluate(job: ReportingJob, options: RunnerOptions) -> None:
         job.set_rollout_info(total=len(tasks), completed=len(outcomes))
         records = _records(outcomes)
         values = metrics.success_metrics("eval", records, float(hp["success_threshold"]), hp["pass_k_values"])
-        values.update(metrics.standin_metrics(records, policy.format_probabilities(), float(np.linalg.norm(start.weights))))
+        values.update(
+            metrics.standin_metrics(records, policy.format_probabilities(), float(np.linalg.norm(start.weights)))
+        )
         values["timing_s/eval"] = time.monotonic() - started
         mlflow.log(values, 0)
         job.set_secondary("Uploading", "Writing the evaluation results")

@@ -86,9 +86,15 @@ NAME_PATTERN = "[a-zA-Z][a-zA-Z0-9_]{0,47}"
 RUNTIME_VERSION = "1"
 MODES = ("thread", "subprocess")
 # Guesses at AgentCore's messages (the Python SDK does not contain them).
-INIT_TIMEOUT_MESSAGE = "Runtime initialization time exceeded. Please make sure that initialization completes in {seconds:g}s."
-RUNTIME_ERROR_MESSAGE = "Received error ({status}) from runtime. Please check your CloudWatch logs for more information."
-RUNTIME_DROPPED_MESSAGE = "The runtime session ended before the agent answered ({reason}); the runtime may have been restarted."
+INIT_TIMEOUT_MESSAGE = (
+    "Runtime initialization time exceeded. Please make sure that initialization completes in {seconds:g}s."
+)
+RUNTIME_ERROR_MESSAGE = (
+    "Received error ({status}) from runtime. Please check your CloudWatch logs for more information."
+)
+RUNTIME_DROPPED_MESSAGE = (
+    "The runtime session ended before the agent answered ({reason}); the runtime may have been restarted."
+)
 RUNTIME_RESTARTED_MESSAGE = (
     "The runtime session ended before the agent answered: the runtime was restarted (redeployed) "
     "while this invocation was in flight."
@@ -253,7 +259,9 @@ class LocalAgentRuntime:
             while not self._ready.wait(PING_INTERVAL_S):
                 if not self._alive():
                     self.stop()
-                    raise RuntimeError(f"runtime {self.name} stopped while starting ({self.app_import}); see its log output")
+                    raise RuntimeError(
+                        f"runtime {self.name} stopped while starting ({self.app_import}); see its log output"
+                    )
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"runtime {self.name} did not answer {PING_PATH} within {self.init_timeout:g} s")
         return self
@@ -288,7 +296,9 @@ class LocalAgentRuntime:
         for key, value in self.env.items():
             self._saved_env.setdefault(key, os.environ.get(key))
             os.environ[key] = value
-        server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False, timeout_graceful_shutdown=1))
+        server = uvicorn.Server(
+            uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False, timeout_graceful_shutdown=1)
+        )
 
         def serve() -> None:
             try:
@@ -302,9 +312,21 @@ class LocalAgentRuntime:
 
     def _start_subprocess(self, sock: socket.socket) -> None:
         command = [
-            sys.executable, "-m", "uvicorn", self.app_import, "--fd", str(sock.fileno()),
-            "--lifespan", "off", "--log-level", "warning", "--no-access-log", "--timeout-graceful-shutdown", "1",
-            "--workers", str(self.workers),
+            sys.executable,
+            "-m",
+            "uvicorn",
+            self.app_import,
+            "--fd",
+            str(sock.fileno()),
+            "--lifespan",
+            "off",
+            "--log-level",
+            "warning",
+            "--no-access-log",
+            "--timeout-graceful-shutdown",
+            "1",
+            "--workers",
+            str(self.workers),
         ]
         environment = {**os.environ, **self.env}
         # Its own process group: a stop reaches uvicorn's worker processes too, not only their supervisor.
@@ -382,7 +404,9 @@ class LocalAgentRuntime:
     def _fence(self, invocation: _Invocation) -> None:
         from mtrl_course.local.jobruntime import serving_emulator
 
-        ids = _rollout_ids(invocation.payload, self.env.get(RUNTIME_ENDPOINT_ENV) or os.environ.get(RUNTIME_ENDPOINT_ENV))
+        ids = _rollout_ids(
+            invocation.payload, self.env.get(RUNTIME_ENDPOINT_ENV) or os.environ.get(RUNTIME_ENDPOINT_ENV)
+        )
         if ids is None:
             return
         endpoint, job_arn, trajectory = ids
@@ -424,7 +448,12 @@ class LocalAgentRuntime:
 
     # -- invocations --------------------------------------------------------------------------
     def invoke_http(
-        self, payload: bytes, session_id: str, *, content_type: str = "application/json", accept: str | None = None,
+        self,
+        payload: bytes,
+        session_id: str,
+        *,
+        content_type: str = "application/json",
+        accept: str | None = None,
         generation: int | None = None,
     ) -> tuple[int, str, bytes]:
         """One InvokeAgentRuntime as AgentCore performs it: returns (status, content type, body).
@@ -450,7 +479,9 @@ class LocalAgentRuntime:
                 raise ServiceError("RuntimeClientError", self._restarted_message(invocation), 424) from None
             if not self._alive():
                 raise ServiceError("RuntimeClientError", self._exited_message(), 424) from None
-            raise ServiceError("RuntimeClientError", RUNTIME_DROPPED_MESSAGE.format(reason=type(err).__name__), 424) from None
+            raise ServiceError(
+                "RuntimeClientError", RUNTIME_DROPPED_MESSAGE.format(reason=type(err).__name__), 424
+            ) from None
         finally:
             with self._lock:
                 self._in_flight.discard(invocation)
@@ -485,7 +516,9 @@ class LocalAgentRuntime:
                 if generation != self.generation:
                     raise ServiceError("RuntimeClientError", RUNTIME_RESTARTED_MESSAGE, 424) from None
                 if self._ready.is_set():
-                    raise ServiceError("RuntimeClientError", RUNTIME_DROPPED_MESSAGE.format(reason="connection refused"), 424) from None
+                    raise ServiceError(
+                        "RuntimeClientError", RUNTIME_DROPPED_MESSAGE.format(reason="connection refused"), 424
+                    ) from None
                 continue  # stopped meanwhile (not restarted): wait for it to serve again
             with self._lock:
                 # Registered under the lock stop() takes: either stop() sees this socket and

@@ -97,9 +97,9 @@ LOG_GROUP = "/aws/sagemaker/Job/{category}"
 LOG_STREAM = "{name}/service"
 DATASET_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 
+
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
-
 
 
 # ----------------------------------------------------------------------------------------------
@@ -185,7 +185,8 @@ class LocalMTRLService:
         """Jobs this process is running (InProgress or Stopping), of one category or all."""
         with self._lock:
             return [
-                j for j in self._jobs.values()
+                j
+                for j in self._jobs.values()
                 if isinstance(j, LocalJob) and j.status in ACTIVE and (category is None or j.category == category)
             ]
 
@@ -273,7 +274,9 @@ class LocalMTRLService:
         moto numbers a group's packages 1, 2, ...; registering them group by group in version
         order gives every package its old ARN back, so stored jobs still point at them.
         """
-        entries = sorted(store.packages(), key=lambda e: (e["Request"]["ModelPackageGroupName"], _package_version(e["Arn"])))
+        entries = sorted(
+            store.packages(), key=lambda e: (e["Request"]["ModelPackageGroupName"], _package_version(e["Arn"]))
+        )
         for entry in entries:
             request = entry["Request"]
             sagemaker = self.client("sagemaker", entry.get("Region") or IAM_REGION)
@@ -291,17 +294,33 @@ class LocalMTRLService:
                 )
             arn = sagemaker.create_model_package(**request)["ModelPackageArn"]
             if arn != entry["Arn"]:
-                logger.warning("offline model package %s came back as %s (a version is missing from its group)", entry["Arn"], arn)
+                logger.warning(
+                    "offline model package %s came back as %s (a version is missing from its group)", entry["Arn"], arn
+                )
 
     # -- the API ------------------------------------------------------------------------------
     def create_job(self, params: Mapping[str, Any], region: str) -> dict[str, Any]:
         name, category = params["JobName"], params["JobCategory"]
         if category not in JOB_CATEGORIES:
-            raise validation_error(coral_errors([f"Value '{category}' at 'jobCategory' failed to satisfy constraint: Member must satisfy enum value set: [{', '.join(JOB_CATEGORIES)}]"]))
+            raise validation_error(
+                coral_errors(
+                    [
+                        f"Value '{category}' at 'jobCategory' failed to satisfy constraint: Member must satisfy enum value set: [{', '.join(JOB_CATEGORIES)}]"
+                    ]
+                )
+            )
         if not JOB_NAME_PATTERN.match(name):
-            raise validation_error(coral_errors([f"Value '{name}' at 'jobName' failed to satisfy constraint: Member must satisfy regular expression pattern: {JOB_NAME_PATTERN.pattern}"]))
+            raise validation_error(
+                coral_errors(
+                    [
+                        f"Value '{name}' at 'jobName' failed to satisfy constraint: Member must satisfy regular expression pattern: {JOB_NAME_PATTERN.pattern}"
+                    ]
+                )
+            )
         if params["JobConfigSchemaVersion"] != SCHEMA_VERSION:
-            raise validation_error(f"JobConfigSchemaVersion {params['JobConfigSchemaVersion']} is not supported for {category}; supported versions: {SCHEMA_VERSION}.")
+            raise validation_error(
+                f"JobConfigSchemaVersion {params['JobConfigSchemaVersion']} is not supported for {category}; supported versions: {SCHEMA_VERSION}."
+            )
         self._sync()
         with self._lock:
             if (category, name) in self._jobs or self._adopt_one(category, name) is not None:
@@ -453,14 +472,17 @@ class LocalMTRLService:
 
     def _parse_config(self, category: str, doc: dict[str, Any], region: str, name: str) -> JobConfig:
 
-
         agent = doc.get("AgentConfig") or {}
         if agent.get("CustomAgentLambdaConfig"):
-            raise validation_error("AgentConfig.CustomAgentLambdaConfig is not supported by the offline service: use a local AgentCore runtime (BedrockAgentCoreConfig).")
+            raise validation_error(
+                "AgentConfig.CustomAgentLambdaConfig is not supported by the offline service: use a local AgentCore runtime (BedrockAgentCoreConfig)."
+            )
         agentcore = agent.get("BedrockAgentCoreConfig") or {}
         runtime_arn = agentcore.get("AgentRuntimeArn")
         if not runtime_arn:
-            raise validation_error("AgentConfig must contain BedrockAgentCoreConfig.AgentRuntimeArn or CustomAgentLambdaConfig.LambdaArn.")
+            raise validation_error(
+                "AgentConfig must contain BedrockAgentCoreConfig.AgentRuntimeArn or CustomAgentLambdaConfig.LambdaArn."
+            )
         runtime_region = runtime_arn.split(":")[3] if runtime_arn.count(":") >= 5 else ""
         if runtime_region != region:
             raise validation_error(
@@ -477,13 +499,17 @@ class LocalMTRLService:
         base_model_arn = settings.get("BaseModelArn") or ""
         base_model = service_spec.model_from_arn(base_model_arn)
         if base_model is None:
-            raise validation_error(f"{section}.BaseModelArn {base_model_arn!r} is not a SageMaker Public Hub model ARN.")
+            raise validation_error(
+                f"{section}.BaseModelArn {base_model_arn!r} is not a SageMaker Public Hub model ARN."
+            )
         if base_model not in service_spec.MODELS:
             raise ServiceError("ResourceNotFound", f"Base model {base_model} is not supported for {category}.")
         if region not in service_spec.MODELS[base_model][1]:
             raise validation_error(f"Base model {base_model} is not available for {category} in {region}.")
         if category == TRAINING:
-            hyperparameters = resolve_hyperparameters(settings.get("HyperParameters"), service_spec.training_spec(base_model), f"{section}.HyperParameters")
+            hyperparameters = resolve_hyperparameters(
+                settings.get("HyperParameters"), service_spec.training_spec(base_model), f"{section}.HyperParameters"
+            )
         else:
             hyperparameters = resolve_hyperparameters(
                 flatten_nested(settings.get("HyperParameters")),
@@ -497,7 +523,9 @@ class LocalMTRLService:
         # evaluation too (a guess: the results are only readable from MLflow).
         mlflow_config = settings.get("MlflowConfig") or output.get("MlflowConfig")
         if not mlflow_config or not mlflow_config.get("MlflowResourceArn"):
-            raise validation_error(f"MlflowConfig is required for {category} jobs: set {section}.MlflowConfig.MlflowResourceArn (or OutputDataConfig.MlflowConfig) to an MLflow app ARN.")
+            raise validation_error(
+                f"MlflowConfig is required for {category} jobs: set {section}.MlflowConfig.MlflowResourceArn (or OutputDataConfig.MlflowConfig) to an MLflow app ARN."
+            )
         mlflow_arn = mlflow_config["MlflowResourceArn"]
         app = self._mlflow_app(mlflow_arn)
         if app is None:
@@ -512,7 +540,9 @@ class LocalMTRLService:
             try:
                 self.client("sagemaker", region).describe_model_package(ModelPackageName=input_package)
             except Exception:
-                raise validation_error(f"ModelPackageConfig.InputModelPackageArn {input_package} does not exist.") from None
+                raise validation_error(
+                    f"ModelPackageConfig.InputModelPackageArn {input_package} does not exist."
+                ) from None
         stopping = doc.get("StoppingCondition") or {}
         return JobConfig(
             category=category,
@@ -537,7 +567,11 @@ class LocalMTRLService:
     def _check_schedule(self, hyperparameters: Mapping[str, Any], rows: int) -> None:
         # Guess: the brief's rule. The service could also just stop at whichever limit comes
         # first; what it really does with inconsistent values is not documented.
-        batch, epochs, steps = hyperparameters["global_batch_size"], hyperparameters["max_epochs"], hyperparameters["max_steps"]
+        batch, epochs, steps = (
+            hyperparameters["global_batch_size"],
+            hyperparameters["max_epochs"],
+            hyperparameters["max_steps"],
+        )
         per_epoch = math.ceil(rows / batch)
         if steps > epochs * per_epoch:
             raise validation_error(
@@ -546,7 +580,9 @@ class LocalMTRLService:
                 "Raise max_epochs or lower max_steps."
             )
 
-    def _read_channels(self, category: str, channels: Any, region: str, hyperparameters: Mapping[str, Any]) -> dict[str, list[str]]:
+    def _read_channels(
+        self, category: str, channels: Any, region: str, hyperparameters: Mapping[str, Any]
+    ) -> dict[str, list[str]]:
         if not isinstance(channels, list) or not channels:
             raise validation_error("InputDataConfig must list at least one channel.")
         allowed = CHANNELS[category]
@@ -554,13 +590,17 @@ class LocalMTRLService:
         for channel in channels:
             name = (channel or {}).get("ChannelName")
             if name not in allowed:
-                raise validation_error(f"Channel {name!r} is not valid for {category}; valid channels: {', '.join(allowed)}.")
+                raise validation_error(
+                    f"Channel {name!r} is not valid for {category}; valid channels: {', '.join(allowed)}."
+                )
             if name in found:
                 raise validation_error(f"Channel {name!r} appears twice in InputDataConfig.")
-            source = (channel.get("DataSource") or {})
+            source = channel.get("DataSource") or {}
             s3 = source.get("S3DataSource") or {}
             if not s3.get("S3Uri"):
-                raise validation_error(f"Channel {name!r}: only S3DataSource.S3Uri is supported offline (DatasetSource ARNs need the live service).")
+                raise validation_error(
+                    f"Channel {name!r}: only S3DataSource.S3Uri is supported offline (DatasetSource ARNs need the live service)."
+                )
             # The minimum size is one batch for training ("at least equal to the batch size",
             # aws-docs.md §1.7); other channels only need one row.
             batch = hyperparameters.get("global_batch_size") if name == "train" else None
@@ -582,12 +622,16 @@ class LocalMTRLService:
         try:
             listing = s3.list_objects_v2(Bucket=bucket, Prefix=key).get("Contents", [])
         except Exception:
-            raise validation_error(f"Channel {channel!r}: cannot read {uri}: the bucket does not exist or is not accessible.") from None
+            raise validation_error(
+                f"Channel {channel!r}: cannot read {uri}: the bucket does not exist or is not accessible."
+            ) from None
         keys = [o["Key"] for o in listing if o["Key"] == key]
         if not keys:  # an S3Prefix: every data file under it, in key order
             keys = sorted(o["Key"] for o in listing if o["Key"].lower().endswith(DATASET_SUFFIXES))
         if not keys:
-            raise validation_error(f"Channel {channel!r}: no dataset file found at {uri} (expected {', '.join(DATASET_SUFFIXES)}).")
+            raise validation_error(
+                f"Channel {channel!r}: no dataset file found at {uri} (expected {', '.join(DATASET_SUFFIXES)})."
+            )
         prompts: list[str] = []
         problems: list[str] = []
         with tempfile.TemporaryDirectory(prefix="mtrl-dataset-") as tmp:
@@ -598,7 +642,12 @@ class LocalMTRLService:
                 # Stricter than the real service, which passes each prompt string on unparsed:
                 # the course validator also checks the task JSON inside it.
                 found = dataset.validate_file(local, answers=None)
-                problems += [f"s3://{bucket}/{object_key} {p.unit} {p.line}: {p.message}" if p.line else f"s3://{bucket}/{object_key}: {p.message}" for p in found]
+                problems += [
+                    f"s3://{bucket}/{object_key} {p.unit} {p.line}: {p.message}"
+                    if p.line
+                    else f"s3://{bucket}/{object_key}: {p.message}"
+                    for p in found
+                ]
                 if not found:
                     prompts += [row[dataset.PROMPT_COLUMN] for row in dataset.read_rows(local)]
         if problems:
@@ -614,7 +663,10 @@ class LocalMTRLService:
     # -- running ------------------------------------------------------------------------------
     def _run(self, job: LocalJob) -> None:
         try:
-            for status, message in (("Downloading", "Downloading the input data"), ("Pending", "Waiting for rollout capacity")):
+            for status, message in (
+                ("Downloading", "Downloading the input data"),
+                ("Pending", "Waiting for rollout capacity"),
+            ):
                 # Real order of the secondary statuses is not documented (aws-docs.md §1.5);
                 # this follows the walkthrough: Starting, Downloading, Pending, then Training.
                 if job.should_stop():
@@ -624,7 +676,9 @@ class LocalMTRLService:
             time.sleep(self.phase_seconds)
             runner = self._runners.get(job.category)
             if runner is None:
-                job.fail(f"InternalServerError: the offline service has no runner for {job.category} jobs (call set_runner first).")
+                job.fail(
+                    f"InternalServerError: the offline service has no runner for {job.category} jobs (call set_runner first)."
+                )
             elif not job.should_stop():
                 runner(job)
         except Exception as err:  # the runner's bug or an unexpected failure: fail the job, keep the trace
@@ -662,7 +716,11 @@ class LocalMTRLService:
                         pass
                     logs.create_log_stream(logGroupName=group, logStreamName=stream)
                     self._log_streams.add((group, stream))
-            logs.put_log_events(logGroupName=group, logStreamName=stream, logEvents=[{"timestamp": int(time.time() * 1000), "message": message}])
+            logs.put_log_events(
+                logGroupName=group,
+                logStreamName=stream,
+                logEvents=[{"timestamp": int(time.time() * 1000), "message": message}],
+            )
         except Exception as err:  # logging must never fail a job (e.g. moto reset mid-run)
             logger.debug("job log for %s not written: %s", job.name, err)
 
@@ -677,7 +735,9 @@ def _trusts(trust: Mapping[str, Any], principal: str, actions: tuple[str, ...]) 
     for statement in trust.get("Statement") or []:
         if statement.get("Effect") != "Allow":
             continue
-        services = (statement.get("Principal") or {}).get("Service") if isinstance(statement.get("Principal"), dict) else None
+        services = (
+            (statement.get("Principal") or {}).get("Service") if isinstance(statement.get("Principal"), dict) else None
+        )
         services = [services] if isinstance(services, str) else list(services or [])
         if principal not in services:
             continue
@@ -711,7 +771,9 @@ def demo_runner(job: LocalJob) -> None:
         per_epoch = math.ceil(len(job.prompts("train")) / batch)
         steps = min(hp["max_steps"], hp["max_epochs"] * per_epoch)
         job.set_secondary("Training", DEMO_LABEL)
-        job.update_progress(MaxEpoch=hp["max_epochs"], StepsPerEpoch=per_epoch, CurrentEpoch=1, CurrentStep=0, BatchSize=batch)
+        job.update_progress(
+            MaxEpoch=hp["max_epochs"], StepsPerEpoch=per_epoch, CurrentEpoch=1, CurrentStep=0, BatchSize=batch
+        )
         for step in range(1, steps + 1):
             if job.should_stop():
                 return

@@ -46,9 +46,7 @@ MODEL_ID = "reference-entropy-solver"
 TOOL_USE_PREFIX = "solver-"
 DONE_TEXT = "The game is over."
 NO_TOOL_TEXT = "No guess_word tool is available, so I cannot play."
-NO_FEEDBACK_TEXT = (
-    "The last tool answer carried no feedback; a deterministic solver would only repeat itself."
-)
+NO_FEEDBACK_TEXT = "The last tool answer carried no feedback; a deterministic solver would only repeat itself."
 TOO_LONG_TEXT = "Too many tool calls in this conversation; stopping."
 
 

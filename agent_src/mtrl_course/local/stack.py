@@ -61,7 +61,10 @@ class OfflineBackend:
         self.runtimes = RuntimeRegistry()
         self.mlflow = LocalMlflowApps(state_dir, self.account, self.client)
         self.service = LocalMTRLService(
-            self.client, self.mlflow.info, lambda arn: self.runtimes.get(arn) is not None, self.account,
+            self.client,
+            self.mlflow.info,
+            lambda arn: self.runtimes.get(arn) is not None,
+            self.account,
             state_dir=lambda: self.state_dir,
         )
         self.pipelines = LocalPipelines(self.service, self.client)

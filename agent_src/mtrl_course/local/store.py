@@ -53,7 +53,6 @@ FOREIGN_JOB_MESSAGE = (
 )
 
 
-
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
@@ -167,7 +166,11 @@ class JobStore:
         for category in JOB_CATEGORIES:
             folder = self.directory / category
             if folder.is_dir():
-                found += [(category, p.name[: -len(RECORD_SUFFIX)]) for p in folder.glob(f"*{RECORD_SUFFIX}") if not p.name.startswith(".")]
+                found += [
+                    (category, p.name[: -len(RECORD_SUFFIX)])
+                    for p in folder.glob(f"*{RECORD_SUFFIX}")
+                    if not p.name.startswith(".")
+                ]
         return sorted(found)
 
     def remove(self, category: str, name: str) -> None:
@@ -314,7 +317,9 @@ def _failed_record(record: Mapping[str, Any], reason: str) -> dict[str, Any]:
         transitions[-1]["EndTime"] = now
     transitions.append({"Status": "Failed", "StartTime": now, "EndTime": now, "StatusMessage": reason})
     del transitions[:-MAX_TRANSITIONS]
-    describe.update(JobStatus="Failed", SecondaryStatus="Failed", FailureReason=reason, EndTime=now, LastModifiedTime=now)
+    describe.update(
+        JobStatus="Failed", SecondaryStatus="Failed", FailureReason=reason, EndTime=now, LastModifiedTime=now
+    )
     return failed
 
 

@@ -158,23 +158,15 @@ def parse_token(token: str) -> BearerToken:
     if missing:
         raise TokenError(f"token lacks {', '.join(missing)}")
     if params.get(TOKEN_VERSION_PARAM) != TOKEN_VERSION:
-        raise TokenError(
-            f"token version is {params.get(TOKEN_VERSION_PARAM)!r}, expected {TOKEN_VERSION!r}"
-        )
+        raise TokenError(f"token version is {params.get(TOKEN_VERSION_PARAM)!r}, expected {TOKEN_VERSION!r}")
     if unquote(params[ACTION_PARAM]) != TOKEN_ACTION:
-        raise TokenError(
-            f"token signs Action={unquote(params[ACTION_PARAM])!r}, not {TOKEN_ACTION}"
-        )
+        raise TokenError(f"token signs Action={unquote(params[ACTION_PARAM])!r}, not {TOKEN_ACTION}")
     if params[ALGORITHM_PARAM] != SIGNING_ALGORITHM:
         raise TokenError(f"unsupported signing algorithm {params[ALGORITHM_PARAM]!r}")
     if unquote(params[SIGNED_HEADERS_PARAM]) != SIGNED_HEADERS:
         raise TokenError("token must sign exactly the host header")
     credential = unquote(params[CREDENTIAL_PARAM]).split("/")
-    if (
-        len(credential) != 5
-        or credential[3] != SIGNING_SERVICE
-        or credential[4] != SCOPE_TERMINATOR
-    ):
+    if len(credential) != 5 or credential[3] != SIGNING_SERVICE or credential[4] != SCOPE_TERMINATOR:
         raise TokenError("credential scope is not <key>/<date>/<region>/sagemaker/aws4_request")
     access_key, scope_date, region = credential[0], credential[1], credential[2]
     amz_date = params[DATE_PARAM]
@@ -224,12 +216,8 @@ def mint_token(
     Byte-identical to `generate_token` for the same credentials, Region and second; tests check it.
     """
     if not 0 < expires_in <= MAX_TOKEN_LIFETIME_S:
-        raise ValueError(
-            f"expires_in={expires_in} must be within 1..{MAX_TOKEN_LIFETIME_S} seconds"
-        )
-    amz_date = time.strftime(
-        AMZ_DATE_FORMAT, time.gmtime(time.time() if issued_at is None else issued_at)
-    )
+        raise ValueError(f"expires_in={expires_in} must be within 1..{MAX_TOKEN_LIFETIME_S} seconds")
+    amz_date = time.strftime(AMZ_DATE_FORMAT, time.gmtime(time.time() if issued_at is None else issued_at))
     # Order matters for byte-identity with botocore: operation params first, then auth params in
     # the order SigV4QueryAuth writes them. Only the signature is order-independent.
     auth = {
@@ -241,12 +229,8 @@ def mint_token(
     }
     if session_token is not None:
         auth[SECURITY_TOKEN_PARAM] = session_token
-    query = f"{ACTION_PARAM}={_quote(TOKEN_ACTION)}&" + "&".join(
-        f"{_quote(k)}={_quote(v)}" for k, v in auth.items()
-    )
-    signature = _signature(
-        secret, TOKEN_HOST, amz_date, region, _encode_query({ACTION_PARAM: TOKEN_ACTION, **auth})
-    )
+    query = f"{ACTION_PARAM}={_quote(TOKEN_ACTION)}&" + "&".join(f"{_quote(k)}={_quote(v)}" for k, v in auth.items())
+    signature = _signature(secret, TOKEN_HOST, amz_date, region, _encode_query({ACTION_PARAM: TOKEN_ACTION, **auth}))
     version = f"{TOKEN_VERSION_PARAM}={TOKEN_VERSION}"
     url = f"{TOKEN_HOST}{TOKEN_PATH}?{query}&{SIGNATURE_PARAM}={signature}&{version}"
     return TOKEN_PREFIX + base64.b64encode(url.encode("utf-8")).decode("ascii")
