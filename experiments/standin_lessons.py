@@ -115,7 +115,7 @@ class MemoryJob:
 
     @property
     def runtime_arn(self) -> str:
-        return f"arn:aws:bedrock-agentcore:{REGION}:000000000000:runtime/standin-lessons-none"
+        return f"arn:aws:bedrock-agentcore:{REGION}:123456789012:runtime/standin-lessons-none"
 
     @property
     def mlflow_tracking_uri(self) -> str:

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from mtrl_course.local.tokens import mint_token
 
-ACCESS_KEY = "AKIAREPORTINGAPP0001"
+ACCESS_KEY = "testing-reporting-app"
 SECRET = "reporting-app-secret-for-offline-tests-only"
 ACCOUNT = "111122223333"
 REGION = "us-east-1"

@@ -219,10 +219,10 @@ def test_the_feedback_signer_signs_afresh_with_the_shared_session_and_verifies(m
 def test_the_feedback_signer_follows_a_change_of_the_environments_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     cache = TokenCache()
     first = parse_token_of(cache.sign("us-east-1"))
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAOTHERKEY00000000")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing-other-access-key")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "another-secret")
     second = parse_token_of(cache.sign("us-east-1"))
-    assert first.access_key != second.access_key == "AKIAOTHERKEY00000000"
+    assert first.access_key != second.access_key == "testing-other-access-key"
 
 
 def parse_token_of(token: str):

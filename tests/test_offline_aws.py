@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 import socket
 import threading
 import time
@@ -457,3 +458,12 @@ def test_presigned_url_points_at_a_local_mlflow_ui_the_course_can_start(boto, of
         assert httpx.get(started + "api/2.0/mlflow/experiments/search", params={"max_results": 5}).status_code == 200
     finally:
         offline.mlflow.stop_ui(arn)
+
+
+def test_the_sdk_opt_out_file_comes_back_after_its_folder_is_removed(offline):
+    from mtrl_course import telemetry
+
+    path = Path(os.environ[telemetry.SDK_CONFIG_ENV_VAR])
+    path.unlink()
+    aws.session()  # the SDK would refuse to start with a missing config file
+    assert path.is_file() and "TelemetryOptOut: true" in path.read_text()

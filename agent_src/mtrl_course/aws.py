@@ -129,7 +129,9 @@ def session(region: str | None = None) -> boto3.Session:
         telemetry.switch_off()
         telemetry.sdk_opt_out(config.STATE_DIR, keep_user_config=True)
         return live
-    offline_backend()
+    backend = offline_backend()
+    # Cheap when nothing changed; rewrites the SDK's opt-out file if a reset removed its folder.
+    telemetry.sdk_opt_out(Path(backend.state_dir), keep_user_config=False)
     return boto3.Session(
         aws_access_key_id=OFFLINE_ACCESS_KEY,
         aws_secret_access_key=OFFLINE_SECRET_KEY,

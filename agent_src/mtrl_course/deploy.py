@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 from pathlib import Path
 
+from mtrl_course import config
 from mtrl_course.config import REPO_ROOT
 
 # ------------------------------------------------------------------------------ the project
@@ -191,7 +192,7 @@ def configure_targets(session: Any | None = None, targets_file: Path = TARGETS_F
     account = session.client("sts").get_caller_identity()["Account"]
     region = session.region_name
     if not region:
-        raise ValueError("no AWS Region is configured: set AWS_REGION (or AWS_DEFAULT_REGION) before deploying")
+        raise ValueError(f"no AWS Region is configured: {config.REGION_ADVICE}, then deploy again")
     return write_targets(account, region, targets_file)
 
 

@@ -54,7 +54,13 @@ def sdk_opt_out(state_dir: Path, *, keep_user_config: bool) -> Path | None:
     (`keep_user_config`) a learner who has one keeps it, and it decides (None is returned).
     """
     if SDK_CONFIG_ENV_VAR in os.environ:
-        return Path(os.environ[SDK_CONFIG_ENV_VAR])
+        existing = Path(os.environ[SDK_CONFIG_ENV_VAR])
+        if existing.name == SDK_CONFIG_FILE and not existing.is_file():
+            # Our own file, removed with the state folder it lived in (a reset, a test's clean-up):
+            # the SDK refuses to start with a missing config file, so write it again.
+            existing.parent.mkdir(parents=True, exist_ok=True)
+            existing.write_text(SDK_CONFIG_TEXT)
+        return existing
     if keep_user_config and _default_sdk_config().is_file():
         return None
     state_dir.mkdir(parents=True, exist_ok=True)
