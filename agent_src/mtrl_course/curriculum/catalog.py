@@ -181,7 +181,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         "estimate its cost with your prices, or attach to a job started earlier; offline, a small "
         "stand-in policy really trains on your machine.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=86,
+        offline_seconds=97,
         live_time="about 12 h 40 min for the walkthrough's 100-step run (AWS walkthrough); "
         "a lab can attach to a job started earlier",
         live_cost="about $339 in training tokens and about $79 of AgentCore runtime for the "
