@@ -133,3 +133,48 @@ def test_cost_breakdown_with_prices_adds_a_cost_panel_at_those_prices():
     labels = [t.get_text() for t in fig.axes[1].get_yticklabels()]
     assert labels == ["this run\n$2.30 in all"]
     assert "your prices" in fig.axes[1].get_xlabel()
+
+
+# --- 95% intervals and the serving grid ------------------------------------------------------------
+def test_wilson_interval_matches_a_known_value_and_stays_inside_0_1():
+    low, high = plots.wilson_interval(0.5, 128)
+    assert round(low, 3) == 0.415 and round(high, 3) == 0.585
+    assert plots.wilson_interval(0.0, 128)[0] == 0.0 and plots.wilson_interval(1.0, 128)[1] == 1.0
+    assert 0.0 < plots.wilson_interval(0.0, 128)[1] < 0.05  # zero solved still leaves an upper bound
+
+
+@pytest.mark.parametrize("rate, games", [(0.5, 0), (0.5, 12.5), (1.2, 128), (-0.1, 128)])
+def test_wilson_interval_names_bad_input(rate, games):
+    with pytest.raises(ValueError, match="wilson_interval"):
+        plots.wilson_interval(rate, games)
+
+
+def grid_long() -> pd.DataFrame:
+    rows = []
+    for effort, temperature, base, trained in (("low", 0.0, 0.05, 0.55), ("low", 1.0, 0.14, 0.98),
+                                               ("medium", 0.0, 0.16, 0.72), ("medium", 1.0, 0.21, 0.99)):
+        rows.append({"effort": effort, "temperature": temperature, "model": "base", "pass_at_1": base})
+        rows.append({"effort": effort, "temperature": temperature, "model": "trained", "pass_at_1": trained})
+    return pd.DataFrame(rows)
+
+
+def test_serving_grid_draws_an_interval_per_measured_bar_and_states_the_temperature_finding():
+    cited = pd.DataFrame([{"setting": "low effort, T=1", "base": 0.15, "trained": 0.69}])
+    fig = plots.serving_grid(grid_long(), games=128, cited=cited)
+    measured, reported = fig.axes[:2]
+    whiskers = [c for c in measured.containers if c.__class__.__name__ == "ErrorbarContainer"]
+    assert len(whiskers) == 8 and not [c for c in reported.containers if c.__class__.__name__ == "ErrorbarContainer"]
+    title = fig._suptitle.get_text()
+    assert "temperature 1 beats 0 in 4 of 4" in title and "+50 to +84 points" in title
+    assert any("not reported" in t for t in texts(fig))
+
+
+def test_serving_grid_title_counts_a_pair_where_greedy_wins():
+    frame = grid_long()
+    frame.loc[(frame["model"] == "base") & (frame["effort"] == "low") & (frame["temperature"] == 0.0), "pass_at_1"] = 0.5
+    assert "3 of 4" in plots.serving_grid(frame, games=128)._suptitle.get_text()
+
+
+def test_training_curves_states_the_served_gap_against_the_last_point():
+    fig = plots.training_curves(curves(), games=128, served={"trained, low effort, T=1": 0.9})
+    assert "90%, +40 points against the curve's last point" in fig._suptitle.get_text()

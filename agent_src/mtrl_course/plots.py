@@ -45,13 +45,36 @@ def _percent_axis(ax: Any, label: str) -> None:
     ax.set_ylabel(label)
 
 
+Z_95 = 1.959963984540054  # two-sided 95% normal quantile
+
+
+def wilson_interval(rate: float, games: int, z: float = Z_95) -> tuple[float, float]:
+    """95% Wilson score interval (low, high) of a solve rate measured on `games` games.
+
+    Wilson rather than rate +- 1.96 SE because the course's rates sit near 0% and 100%, where the
+    normal interval runs past the ends and shrinks to nothing at 0 or 1 solved.
+    """
+    if not isinstance(games, int) or isinstance(games, bool) or games < 1:
+        raise ValueError(f"wilson_interval needs a positive whole number of games; got {games!r}")
+    if not 0.0 <= float(rate) <= 1.0:
+        raise ValueError(f"wilson_interval needs a solve rate between 0 and 1; got {rate!r}")
+    denominator = 1.0 + z * z / games
+    centre = (rate + z * z / (2 * games)) / denominator
+    half = z * math.sqrt(rate * (1 - rate) / games + z * z / (4 * games * games)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 # --- training curves ------------------------------------------------------------------------------
-def training_curves(frame: pd.DataFrame, *, label: str = "stand-in policy") -> Figure:
+def training_curves(frame: pd.DataFrame, *, label: str = "stand-in policy", games: int | None = None,
+                    served: Mapping[str, float] | None = None) -> Figure:
     """Reward per game (mean +- std band) per step, and the validation solve rate where measured.
 
     `frame`: one row per step (the index), columns named like the service's metrics, as
     `monitoring.metrics_frame` returns; it needs `rollout/reward/mean` and `val/reward/pass_at_1`
     (`rollout/reward/std` draws the band when present). `label` names the policy in the title.
+    `games` (the held-out words per validation pass) adds a 95% Wilson band around each
+    validation point, so step-to-step noise can be told from progress. `served` ({setting: solve
+    rate}) draws each served solve rate as a dashed line beside the curve's last point.
     """
     for column in (REWARD_MEAN, VAL_PASS_AT_1):
         if column not in frame.columns:
@@ -73,23 +96,35 @@ def training_curves(frame: pd.DataFrame, *, label: str = "stand-in policy") -> F
     left.set_title(f"Training rollouts (temperature 1): {SOLVE_THRESHOLD_NOTE}", fontsize=9)
     left.legend(loc="lower right", fontsize=8)
 
-    right.plot(validation.index, validation.values * PERCENT, color=COLOUR_VALIDATION, marker="s", markersize=5)
+    right.plot(validation.index, validation.values * PERCENT, color=COLOUR_VALIDATION, marker="s", markersize=5,
+               label="validation (T=0)")
+    if games is not None:
+        bounds = [wilson_interval(float(v), games) for v in validation.values]
+        right.fill_between(validation.index, [lo * PERCENT for lo, _ in bounds], [hi * PERCENT for _, hi in bounds],
+                           color=COLOUR_VALIDATION, alpha=BAND_ALPHA, label=f"95% interval ({games} words)")
+    for (name, rate), style in zip((served or {}).items(), ("--", ":", "-.")):
+        right.axhline(float(rate) * PERCENT, color=COLOUR_GAIN, linestyle=style, linewidth=1.2,
+                      label=f"served: {name} ({float(rate):.0%})")
     for step, value in validation.items():
         right.annotate(f"{value:.0%}", (step, value * PERCENT), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
     right.set_xlabel("training step")
     _percent_axis(right, "held-out words solved (%)")
     right.set_title("Validation (temperature 0): val/reward/pass_at_1", fontsize=9)
+    if games is not None or served:
+        right.legend(loc="lower right", fontsize=7)
     steps = list(reward.index) + list(validation.index)
     for ax in (left, right):
         ax.set_xlim(min(steps) - 0.5, max(steps) + 0.5)
 
     first_step, last_step = validation.index[0], validation.index[-1]
-    fig.suptitle(
-        f"{label}: validation solve rate {validation.iloc[0]:.0%} at step {first_step} -> "
-        f"{validation.iloc[-1]:.0%} at step {last_step} (best {validation.max():.0%}); "
-        f"reward per game {reward.iloc[0]:+.2f} -> {reward.iloc[-1]:+.2f}",
-        fontsize=10,
-    )
+    title = (f"{label}: validation solve rate {validation.iloc[0]:.0%} at step {first_step} -> "
+             f"{validation.iloc[-1]:.0%} at step {last_step} (best {validation.max():.0%}); "
+             f"reward per game {reward.iloc[0]:+.2f} -> {reward.iloc[-1]:+.2f}")
+    if served:
+        top_name, top_rate = max(served.items(), key=lambda item: float(item[1]))
+        gap = (float(top_rate) - float(validation.iloc[-1])) * PERCENT
+        title += f"\nserved ({top_name}): {float(top_rate):.0%}, {gap:+.0f} points against the curve's last point"
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -166,6 +201,75 @@ def evaluation_bars(frame: pd.DataFrame, *, label: str = "stand-in policy") -> F
         finding = f"the adapter's effect ranges from {points.min():+.0f} to {points.max():+.0f} points"
     best = table.loc[table["trained"].idxmax()]
     ax.set_title(f"{label}: {finding}; best: {best['setting']} ({best['trained']:.0%})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _grid_panel(ax: Any, table: pd.DataFrame, games: int | None) -> None:
+    x = list(range(len(table)))
+    base = [float(b) * PERCENT if pd.notna(b) else 0.0 for b in table["base"]]
+    trained = [float(t) * PERCENT if pd.notna(t) else 0.0 for t in table["trained"]]
+    lower = [min(b, t) for b, t in zip(base, trained)]
+    ax.bar(x, lower, color=COLOUR_BASE, label="base model")
+    ax.bar(x, [max(t - b, 0.0) for b, t in zip(base, trained)], bottom=lower, color=COLOUR_GAIN,
+           label="gain from the adapter")
+    if any(t < b for b, t in zip(base, trained)):
+        ax.bar(x, [max(b - t, 0.0) for b, t in zip(base, trained)], bottom=lower, color="white",
+               edgecolor=COLOUR_LOSS, hatch="//", label="loss from the adapter")
+    for i, row in table.reset_index(drop=True).iterrows():
+        if pd.isna(row["base"]) or pd.isna(row["trained"]):
+            ax.annotate("not reported", (i, 2), ha="center", fontsize=8, rotation=90, color="0.3")
+            continue
+        top = max(base[i], trained[i])
+        if games is not None:
+            # Offset the two whiskers sideways so overlapping intervals stay readable.
+            for offset, rate in ((-0.15, row["base"]), (0.15, row["trained"])):
+                low, high = wilson_interval(float(rate), games)
+                ax.errorbar(i + offset, float(rate) * PERCENT, yerr=[[(float(rate) - low) * PERCENT], [(high - float(rate)) * PERCENT]],
+                            fmt="none", ecolor="black", elinewidth=1, capsize=3)
+                top = max(top, high * PERCENT)
+        ax.annotate(f"{row['base']:.0%} -> {row['trained']:.0%}", (i, top), textcoords="offset points", xytext=(0, 4),
+                    ha="center", fontsize=8)
+    ax.set_xticks(x, [str(s).replace(", ", "\n") for s in table["setting"]], fontsize=8)
+    _percent_axis(ax, "held-out words solved (%)")
+
+
+def serving_grid(frame: pd.DataFrame, *, games: int, cited: pd.DataFrame | None = None,
+                 label: str = "stand-in policy") -> Figure:
+    """Base and trained solve rates per serving setting, with a 95% interval on every bar.
+
+    `frame`: the measured grid (see `evaluation_table`), each rate from `games` games; the whiskers
+    are Wilson intervals (black: base on the left, trained on the right of each bar). `cited`: the
+    same settings as reported elsewhere (wide form: setting, base, trained; missing rates are
+    drawn as "not reported"), shown in a second panel without intervals, because their counts are
+    not ours to assume. The title states, from the measured data, whether temperature 1 beat
+    temperature 0 at each effort and the range of the adapter's gain.
+    """
+    table = evaluation_table(frame)
+    panels = 2 if cited is not None else 1
+    fig, axes = plt.subplots(1, panels, figsize=(WIDE_FIGSIZE[0] + 1.0, 4.4) if panels == 2 else (7.0, 4.4), squeeze=False)
+    _grid_panel(axes[0][0], table, games)
+    axes[0][0].set_title(f"{label}: measured, {games} words per bar, 95% intervals", fontsize=9)
+    axes[0][0].set_xlabel("serving setting")
+    if cited is not None:
+        reported = cited.set_index("setting").reindex(table["setting"]).reset_index()
+        _grid_panel(axes[0][1], reported, None)
+        axes[0][1].set_title("AWS walkthrough (gpt-oss-20b): as reported", fontsize=9)
+        axes[0][1].set_xlabel("serving setting")
+    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    parsed = table["setting"].str.extract(r"^(?P<effort>\S+) effort, T=(?P<temperature>[\d.]+)$")
+    wins, compared = 0, 0
+    for effort in dict.fromkeys(parsed["effort"].dropna()):
+        at = {float(t): i for i, (e, t) in enumerate(zip(parsed["effort"], parsed["temperature"])) if e == effort}
+        if 0.0 in at and 1.0 in at:
+            for model in ("base", "trained"):
+                compared += 1
+                wins += int(table.loc[at[1.0], model] > table.loc[at[0.0], model])
+    points = table["gain"] * PERCENT
+    finding = f"the adapter adds {points.min():+.0f} to {points.max():+.0f} points"
+    if compared:
+        finding = f"temperature 1 beats 0 in {wins} of {compared} model-and-effort pairs; " + finding
+    fig.suptitle(f"{label}: {finding}", fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -4,8 +4,8 @@ Each stage prints a short table and the numbers it measured:
 1. the word data and its checksums; 2. the two dataset splits; 3. the held-out words played by
 the reference solver through the real rollout handler (the yardstick); 4. offline training with
 the SDK's own MultiTurnRLTrainer against the local stack (a small stand-in policy learns), then
-base against trained on the held-out words with evaluation jobs at temperature 0 and 1.0.
-The whole run takes about a minute and a half on two cores.
+base against trained on the held-out words with evaluation jobs at the serving setting
+(temperature 1.0, the deployed reasoning effort) and at temperature 0 (the training curve's).
 """
 
 from __future__ import annotations
@@ -19,12 +19,19 @@ import warnings
 from mtrl_course import config
 
 BATCH_SIZE = 128  # the service's default global_batch_size; both splits must hold at least one
-# Stage 4's evaluation settings: greedy (the training job's own validation) and sampled.
-EVAL_TEMPERATURES = (0.0, 1.0)
-# The acceptance bar of the offline training (ARCHITECTURE.md §4): base at most 40% held-out,
-# trained at least 85%, at temperature 0.
+# Stage 4's evaluation settings: sampled (how the model is served) and greedy (the training job's
+# own validation).
+SERVING_TEMPERATURE = 1.0
+GREEDY_TEMPERATURE = 0.0
+EVAL_TEMPERATURES = (SERVING_TEMPERATURE, GREEDY_TEMPERATURE)
+# The acceptance bar of the offline training (ARCHITECTURE.md §4), at the serving setting: base at
+# most 40% held-out, trained at least 85%.
 BASE_MAX_SOLVE_RATE = 0.40
 TRAINED_MIN_SOLVE_RATE = 0.85
+# At temperature 0 the stand-in's greedy decoding loops on undecided turns (local/policy.py), so
+# the trained policy must still beat the base there by a clear margin, and must solve fewer words
+# than when sampled: the course's "the curve is not the serving number". Direction, not size.
+GREEDY_MIN_GAIN = 0.25
 
 
 # MLflow sets its own logger to INFO when imported unless this says otherwise.
@@ -165,28 +172,61 @@ def stage_offline_training(reference_solve_rate: float | None = None) -> bool:
     print(f"  billable tokens (stand-in's own count): prefill {tokens['prefill']:,}, sample {tokens['sample']:,}, "
           f"train {tokens['train']:,}")
     rows = []
+    effort = resources.DEFAULT_REASONING_EFFORT
     for temperature in EVAL_TEMPERATURES:
         for model in (evaluation.BASE, job.job_name):
-            result = evaluation.evaluate(res, model, temperature=temperature, reasoning_effort=resources.DEFAULT_REASONING_EFFORT)
+            result = evaluation.evaluate(res, model, temperature=temperature, reasoning_effort=effort)
             rows.append({
                 "policy": "stand-in policy, " + ("base" if model == evaluation.BASE else "trained"),
+                "effort": effort,
                 "temperature": temperature,
                 "solve rate": result["pass_at_1"],
                 "mean reward": result["mean_reward"],
                 "job created by": result["via"],
             })
     if reference_solve_rate is not None:
-        rows.append({"policy": "reference solver (stage 3)", "temperature": 0.0, "solve rate": reference_solve_rate,
-                     "mean reward": float("nan"), "job created by": "-"})
+        rows.append({"policy": "reference solver (stage 3)", "effort": "-", "temperature": 0.0,
+                     "solve rate": reference_solve_rate, "mean reward": float("nan"), "job created by": "-"})
     _print_rows(rows)
-    greedy = {row["policy"]: row["solve rate"] for row in rows if row["temperature"] == 0.0}
-    base, trained = greedy["stand-in policy, base"], greedy["stand-in policy, trained"]
-    ok = job.job_status == "Completed" and base <= BASE_MAX_SOLVE_RATE and trained >= TRAINED_MIN_SOLVE_RATE
-    print(f"  held-out solve rate at temperature 0: base {base:.1%} (at most {BASE_MAX_SOLVE_RATE:.0%} expected), "
-          f"trained {trained:.1%} (at least {TRAINED_MIN_SOLVE_RATE:.0%} expected)")
+    checks = expectations(rows)
+    for line, _ in checks:
+        print("  " + line)
+    ok = job.job_status == "Completed" and all(held for _, held in checks)
     print(f"  stage time: {time.perf_counter() - started:.0f} s")
     resources.close(res)
     return ok
+
+
+def expectations(rows: list[dict]) -> list[tuple[str, bool]]:
+    """Stage 4's checks on the stand-in's evaluation rows, each as (printed line, held).
+
+    `rows` need `policy` ("stand-in policy, base" / "stand-in policy, trained"), `temperature`
+    and `solve rate`, for both models at SERVING_TEMPERATURE and GREEDY_TEMPERATURE.
+    """
+    rate: dict[tuple[str, float], float] = {}
+    for row in rows:
+        if str(row["policy"]).startswith("stand-in policy, "):
+            rate[(str(row["policy"]).removeprefix("stand-in policy, "), float(row["temperature"]))] = float(row["solve rate"])
+    missing = [(m, t) for m in ("base", "trained") for t in EVAL_TEMPERATURES if (m, t) not in rate]
+    if missing:
+        raise ValueError(f"stage 4 needs a solve rate for each model at each temperature; missing {missing}")
+    base_s, trained_s = rate[("base", SERVING_TEMPERATURE)], rate[("trained", SERVING_TEMPERATURE)]
+    base_g, trained_g = rate[("base", GREEDY_TEMPERATURE)], rate[("trained", GREEDY_TEMPERATURE)]
+
+    def mark(held: bool) -> str:
+        return "ok" if held else "NOT MET"
+
+    serving = base_s <= BASE_MAX_SOLVE_RATE and trained_s >= TRAINED_MIN_SOLVE_RATE
+    greedy = trained_g - base_g >= GREEDY_MIN_GAIN
+    curve = trained_g < trained_s
+    return [
+        (f"serving setting (T={SERVING_TEMPERATURE:g}): base {base_s:.1%} (at most {BASE_MAX_SOLVE_RATE:.0%} expected), "
+         f"trained {trained_s:.1%} (at least {TRAINED_MIN_SOLVE_RATE:.0%} expected): {mark(serving)}", serving),
+        (f"greedy (T={GREEDY_TEMPERATURE:g}, the training curve's setting): base {base_g:.1%}, trained {trained_g:.1%}, "
+         f"gain {(trained_g - base_g) * 100:+.0f} points (at least {GREEDY_MIN_GAIN * 100:+.0f} expected): {mark(greedy)}", greedy),
+        (f"the curve is not the serving number: trained {trained_g:.1%} at T={GREEDY_TEMPERATURE:g} against "
+         f"{trained_s:.1%} at T={SERVING_TEMPERATURE:g} (lower expected): {mark(curve)}", curve),
+    ]
 
 
 def _print_rows(rows: list[dict]) -> None:
