@@ -10,8 +10,12 @@ from mtrl_course.curriculum import course_run as course
 
 
 def rows(base_s: float, trained_s: float, base_g: float, trained_g: float) -> list[dict]:
-    grid = {("base", course.SERVING_TEMPERATURE): base_s, ("trained", course.SERVING_TEMPERATURE): trained_s,
-            ("base", course.GREEDY_TEMPERATURE): base_g, ("trained", course.GREEDY_TEMPERATURE): trained_g}
+    grid = {
+        ("base", course.SERVING_TEMPERATURE): base_s,
+        ("trained", course.SERVING_TEMPERATURE): trained_s,
+        ("base", course.GREEDY_TEMPERATURE): base_g,
+        ("trained", course.GREEDY_TEMPERATURE): trained_g,
+    }
     found = [{"policy": f"stand-in policy, {m}", "temperature": t, "solve rate": r} for (m, t), r in grid.items()]
     return found + [{"policy": "reference solver (stage 3)", "temperature": 0.0, "solve rate": 1.0}]
 

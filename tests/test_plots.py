@@ -151,8 +151,12 @@ def test_wilson_interval_names_bad_input(rate, games):
 
 def grid_long() -> pd.DataFrame:
     rows = []
-    for effort, temperature, base, trained in (("low", 0.0, 0.05, 0.55), ("low", 1.0, 0.14, 0.98),
-                                               ("medium", 0.0, 0.16, 0.72), ("medium", 1.0, 0.21, 0.99)):
+    for effort, temperature, base, trained in (
+        ("low", 0.0, 0.05, 0.55),
+        ("low", 1.0, 0.14, 0.98),
+        ("medium", 0.0, 0.16, 0.72),
+        ("medium", 1.0, 0.21, 0.99),
+    ):
         rows.append({"effort": effort, "temperature": temperature, "model": "base", "pass_at_1": base})
         rows.append({"effort": effort, "temperature": temperature, "model": "trained", "pass_at_1": trained})
     return pd.DataFrame(rows)
@@ -171,7 +175,9 @@ def test_serving_grid_draws_an_interval_per_measured_bar_and_states_the_temperat
 
 def test_serving_grid_title_counts_a_pair_where_greedy_wins():
     frame = grid_long()
-    frame.loc[(frame["model"] == "base") & (frame["effort"] == "low") & (frame["temperature"] == 0.0), "pass_at_1"] = 0.5
+    frame.loc[(frame["model"] == "base") & (frame["effort"] == "low") & (frame["temperature"] == 0.0), "pass_at_1"] = (
+        0.5
+    )
     assert "3 of 4" in plots.serving_grid(frame, games=128)._suptitle.get_text()
 
 

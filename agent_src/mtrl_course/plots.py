@@ -65,8 +65,13 @@ def wilson_interval(rate: float, games: int, z: float = Z_95) -> tuple[float, fl
 
 
 # --- training curves ------------------------------------------------------------------------------
-def training_curves(frame: pd.DataFrame, *, label: str = "stand-in policy", games: int | None = None,
-                    served: Mapping[str, float] | None = None) -> Figure:
+def training_curves(
+    frame: pd.DataFrame,
+    *,
+    label: str = "stand-in policy",
+    games: int | None = None,
+    served: Mapping[str, float] | None = None,
+) -> Figure:
     """Reward per game (mean +- std band) per step, and the validation solve rate where measured.
 
     `frame`: one row per step (the index), columns named like the service's metrics, as
@@ -89,24 +94,45 @@ def training_curves(frame: pd.DataFrame, *, label: str = "stand-in policy", game
     left.plot(reward.index, reward.values, color=COLOUR_REWARD, marker="o", markersize=3, label="mean")
     if REWARD_STD in data.columns:
         std = data[REWARD_STD].reindex(reward.index).fillna(0.0)
-        left.fill_between(reward.index, reward - std, reward + std, color=COLOUR_REWARD, alpha=BAND_ALPHA, label="± 1 std")
+        left.fill_between(
+            reward.index, reward - std, reward + std, color=COLOUR_REWARD, alpha=BAND_ALPHA, label="± 1 std"
+        )
     left.axhline(0.0, color="0.4", linewidth=0.8)
     left.set_xlabel("training step")
     left.set_ylabel("reward per game (reward units)")
     left.set_title(f"Training rollouts (temperature 1): {SOLVE_THRESHOLD_NOTE}", fontsize=9)
     left.legend(loc="lower right", fontsize=8)
 
-    right.plot(validation.index, validation.values * PERCENT, color=COLOUR_VALIDATION, marker="s", markersize=5,
-               label="validation (T=0)")
+    right.plot(
+        validation.index,
+        validation.values * PERCENT,
+        color=COLOUR_VALIDATION,
+        marker="s",
+        markersize=5,
+        label="validation (T=0)",
+    )
     if games is not None:
         bounds = [wilson_interval(float(v), games) for v in validation.values]
-        right.fill_between(validation.index, [lo * PERCENT for lo, _ in bounds], [hi * PERCENT for _, hi in bounds],
-                           color=COLOUR_VALIDATION, alpha=BAND_ALPHA, label=f"95% interval ({games} words)")
+        right.fill_between(
+            validation.index,
+            [lo * PERCENT for lo, _ in bounds],
+            [hi * PERCENT for _, hi in bounds],
+            color=COLOUR_VALIDATION,
+            alpha=BAND_ALPHA,
+            label=f"95% interval ({games} words)",
+        )
     for (name, rate), style in zip((served or {}).items(), ("--", ":", "-.")):
-        right.axhline(float(rate) * PERCENT, color=COLOUR_GAIN, linestyle=style, linewidth=1.2,
-                      label=f"served: {name} ({float(rate):.0%})")
+        right.axhline(
+            float(rate) * PERCENT,
+            color=COLOUR_GAIN,
+            linestyle=style,
+            linewidth=1.2,
+            label=f"served: {name} ({float(rate):.0%})",
+        )
     for step, value in validation.items():
-        right.annotate(f"{value:.0%}", (step, value * PERCENT), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
+        right.annotate(
+            f"{value:.0%}", (step, value * PERCENT), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8
+        )
     right.set_xlabel("training step")
     _percent_axis(right, "held-out words solved (%)")
     right.set_title("Validation (temperature 0): val/reward/pass_at_1", fontsize=9)
@@ -117,9 +143,11 @@ def training_curves(frame: pd.DataFrame, *, label: str = "stand-in policy", game
         ax.set_xlim(min(steps) - 0.5, max(steps) + 0.5)
 
     first_step, last_step = validation.index[0], validation.index[-1]
-    title = (f"{label}: validation solve rate {validation.iloc[0]:.0%} at step {first_step} -> "
-             f"{validation.iloc[-1]:.0%} at step {last_step} (best {validation.max():.0%}); "
-             f"reward per game {reward.iloc[0]:+.2f} -> {reward.iloc[-1]:+.2f}")
+    title = (
+        f"{label}: validation solve rate {validation.iloc[0]:.0%} at step {first_step} -> "
+        f"{validation.iloc[-1]:.0%} at step {last_step} (best {validation.max():.0%}); "
+        f"reward per game {reward.iloc[0]:+.2f} -> {reward.iloc[-1]:+.2f}"
+    )
     if served:
         top_name, top_rate = max(served.items(), key=lambda item: float(item[1]))
         gap = (float(top_rate) - float(validation.iloc[-1])) * PERCENT
@@ -131,7 +159,7 @@ def training_curves(frame: pd.DataFrame, *, label: str = "stand-in policy", game
 
 # --- evaluation bars ------------------------------------------------------------------------------
 def setting_label(effort: str, temperature: float) -> str:
-    """"low effort, T=0": how a serving setting is named in tables and figures."""
+    """ "low effort, T=0": how a serving setting is named in tables and figures."""
     return f"{effort} effort, T={float(temperature):g}"
 
 
@@ -162,7 +190,9 @@ def evaluation_table(frame: pd.DataFrame) -> pd.DataFrame:
         kind = data["model"].astype(str).str.lower().str.extract(r"^(base|trained)", expand=False)
         if kind.isna().any():
             raise ValueError(f"model values must start with 'base' or 'trained'; got {sorted(set(data['model']))}")
-        wide = data.assign(kind=kind).pivot_table(index="setting", columns="kind", values=rate, sort=False).reset_index()
+        wide = (
+            data.assign(kind=kind).pivot_table(index="setting", columns="kind", values=rate, sort=False).reset_index()
+        )
         wide.columns.name = None
     order = list(dict.fromkeys(data["setting"]))  # the caller's order of the settings
     wide = wide.set_index("setting").loc[order].reset_index()
@@ -189,7 +219,14 @@ def evaluation_bars(frame: pd.DataFrame, *, label: str = "stand-in policy") -> F
         ax.bar(x, losses, bottom=lower, color="white", edgecolor=COLOUR_LOSS, hatch="//", label="loss from the adapter")
     for i, row in table.iterrows():
         top = max(row["base"], row["trained"]) * PERCENT
-        ax.annotate(f"{row['base']:.0%} -> {row['trained']:.0%}", (i, top), textcoords="offset points", xytext=(0, 4), ha="center", fontsize=9)
+        ax.annotate(
+            f"{row['base']:.0%} -> {row['trained']:.0%}",
+            (i, top),
+            textcoords="offset points",
+            xytext=(0, 4),
+            ha="center",
+            fontsize=9,
+        )
     ax.set_xticks(list(x), list(table["setting"]), fontsize=9)
     ax.set_xlabel("serving setting (reasoning effort, sampling temperature)")
     _percent_axis(ax, "held-out words solved (%)")
@@ -211,11 +248,23 @@ def _grid_panel(ax: Any, table: pd.DataFrame, games: int | None) -> None:
     trained = [float(t) * PERCENT if pd.notna(t) else 0.0 for t in table["trained"]]
     lower = [min(b, t) for b, t in zip(base, trained)]
     ax.bar(x, lower, color=COLOUR_BASE, label="base model")
-    ax.bar(x, [max(t - b, 0.0) for b, t in zip(base, trained)], bottom=lower, color=COLOUR_GAIN,
-           label="gain from the adapter")
+    ax.bar(
+        x,
+        [max(t - b, 0.0) for b, t in zip(base, trained)],
+        bottom=lower,
+        color=COLOUR_GAIN,
+        label="gain from the adapter",
+    )
     if any(t < b for b, t in zip(base, trained)):
-        ax.bar(x, [max(b - t, 0.0) for b, t in zip(base, trained)], bottom=lower, color="white",
-               edgecolor=COLOUR_LOSS, hatch="//", label="loss from the adapter")
+        ax.bar(
+            x,
+            [max(b - t, 0.0) for b, t in zip(base, trained)],
+            bottom=lower,
+            color="white",
+            edgecolor=COLOUR_LOSS,
+            hatch="//",
+            label="loss from the adapter",
+        )
     for i, row in table.reset_index(drop=True).iterrows():
         if pd.isna(row["base"]) or pd.isna(row["trained"]):
             ax.annotate("not reported", (i, 2), ha="center", fontsize=8, rotation=90, color="0.3")
@@ -225,17 +274,31 @@ def _grid_panel(ax: Any, table: pd.DataFrame, games: int | None) -> None:
             # Offset the two whiskers sideways so overlapping intervals stay readable.
             for offset, rate in ((-0.15, row["base"]), (0.15, row["trained"])):
                 low, high = wilson_interval(float(rate), games)
-                ax.errorbar(i + offset, float(rate) * PERCENT, yerr=[[(float(rate) - low) * PERCENT], [(high - float(rate)) * PERCENT]],
-                            fmt="none", ecolor="black", elinewidth=1, capsize=3)
+                ax.errorbar(
+                    i + offset,
+                    float(rate) * PERCENT,
+                    yerr=[[(float(rate) - low) * PERCENT], [(high - float(rate)) * PERCENT]],
+                    fmt="none",
+                    ecolor="black",
+                    elinewidth=1,
+                    capsize=3,
+                )
                 top = max(top, high * PERCENT)
-        ax.annotate(f"{row['base']:.0%} -> {row['trained']:.0%}", (i, top), textcoords="offset points", xytext=(0, 4),
-                    ha="center", fontsize=8)
+        ax.annotate(
+            f"{row['base']:.0%} -> {row['trained']:.0%}",
+            (i, top),
+            textcoords="offset points",
+            xytext=(0, 4),
+            ha="center",
+            fontsize=8,
+        )
     ax.set_xticks(x, [str(s).replace(", ", "\n") for s in table["setting"]], fontsize=8)
     _percent_axis(ax, "held-out words solved (%)")
 
 
-def serving_grid(frame: pd.DataFrame, *, games: int, cited: pd.DataFrame | None = None,
-                 label: str = "stand-in policy") -> Figure:
+def serving_grid(
+    frame: pd.DataFrame, *, games: int, cited: pd.DataFrame | None = None, label: str = "stand-in policy"
+) -> Figure:
     """Base and trained solve rates per serving setting, with a 95% interval on every bar.
 
     `frame`: the measured grid (see `evaluation_table`), each rate from `games` games; the whiskers
@@ -247,7 +310,9 @@ def serving_grid(frame: pd.DataFrame, *, games: int, cited: pd.DataFrame | None 
     """
     table = evaluation_table(frame)
     panels = 2 if cited is not None else 1
-    fig, axes = plt.subplots(1, panels, figsize=(WIDE_FIGSIZE[0] + 1.0, 4.4) if panels == 2 else (7.0, 4.4), squeeze=False)
+    fig, axes = plt.subplots(
+        1, panels, figsize=(WIDE_FIGSIZE[0] + 1.0, 4.4) if panels == 2 else (7.0, 4.4), squeeze=False
+    )
     _grid_panel(axes[0][0], table, games)
     axes[0][0].set_title(f"{label}: measured, {games} words per bar, 95% intervals", fontsize=9)
     axes[0][0].set_xlabel("serving setting")
@@ -290,11 +355,23 @@ def _stacked_shares(ax: Any, runs: Mapping[str, Mapping[str, float]], text: Mapp
         left = 0.0
         for dimension in costs.DIMENSIONS:
             share = runs[name][dimension] / total if total else 0.0
-            ax.barh(row, share * PERCENT, left=left * PERCENT, color=DIMENSION_COLOURS[dimension],
-                    label=dimension if row == 0 else None)
+            ax.barh(
+                row,
+                share * PERCENT,
+                left=left * PERCENT,
+                color=DIMENSION_COLOURS[dimension],
+                label=dimension if row == 0 else None,
+            )
             if share >= MIN_LABELLED_SHARE:
-                ax.text((left + share / 2) * PERCENT, row, f"{dimension}\n{text[name][dimension]}", ha="center",
-                        va="center", fontsize=8, color="white")
+                ax.text(
+                    (left + share / 2) * PERCENT,
+                    row,
+                    f"{dimension}\n{text[name][dimension]}",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white",
+                )
             left += share
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
@@ -313,21 +390,32 @@ def cost_breakdown(tokens: Mapping[str, Any], prices: Mapping[str, Any] | None =
     runs = _runs(tokens)
     checked = costs.check_prices(prices)
     panels = 2 if checked is not None else 1
-    fig, axes = plt.subplots(1, panels, figsize=(WIDE_FIGSIZE[0] if panels == 2 else 7.0, 1.0 + 0.9 * len(runs) + 0.8), squeeze=False)
+    fig, axes = plt.subplots(
+        1, panels, figsize=(WIDE_FIGSIZE[0] if panels == 2 else 7.0, 1.0 + 0.9 * len(runs) + 0.8), squeeze=False
+    )
     token_text = {
-        name: {d: f"{counts[d] / costs.MILLION:,.1f} M" if counts[d] >= costs.MILLION / 10 else f"{counts[d]:,}" for d in costs.DIMENSIONS}
+        name: {
+            d: f"{counts[d] / costs.MILLION:,.1f} M" if counts[d] >= costs.MILLION / 10 else f"{counts[d]:,}"
+            for d in costs.DIMENSIONS
+        }
         for name, counts in runs.items()
     }
     _stacked_shares(axes[0][0], runs, token_text)
     axes[0][0].set_xlabel("share of billable tokens (%)")
     axes[0][0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3, fontsize=8, frameon=False)
     if checked is not None:
-        dollars = {name: {d: counts[d] / costs.MILLION * checked[d] for d in costs.DIMENSIONS} for name, counts in runs.items()}
+        dollars = {
+            name: {d: counts[d] / costs.MILLION * checked[d] for d in costs.DIMENSIONS} for name, counts in runs.items()
+        }
         dollar_text = {name: {d: f"${v:,.2f}" for d, v in values.items()} for name, values in dollars.items()}
         _stacked_shares(axes[0][1], dollars, dollar_text)
         axes[0][1].set_xlabel("share of cost at your prices (%)")
-        axes[0][1].set_yticks(range(len(runs)), [f"{name}\n${sum(v.values()):,.2f} in all" for name, v in dollars.items()])
-    shares = {name: {d: counts[d] / max(1, sum(counts.values())) for d in costs.DIMENSIONS} for name, counts in runs.items()}
+        axes[0][1].set_yticks(
+            range(len(runs)), [f"{name}\n${sum(v.values()):,.2f} in all" for name, v in dollars.items()]
+        )
+    shares = {
+        name: {d: counts[d] / max(1, sum(counts.values())) for d in costs.DIMENSIONS} for name, counts in runs.items()
+    }
     largest = {max(costs.DIMENSIONS, key=lambda d: s[d]) for s in shares.values()}
     if len(largest) == 1:
         dimension = largest.pop()

@@ -103,9 +103,7 @@ def stage_datasets() -> bool:
     from mtrl_course import dataset
 
     _banner("2. Datasets")
-    problems = dataset.validate_pair(
-        config.TRAIN_FILE, config.VALIDATION_FILE, batch_size=BATCH_SIZE
-    )
+    problems = dataset.validate_pair(config.TRAIN_FILE, config.VALIDATION_FILE, batch_size=BATCH_SIZE)
     for p in problems:
         print(f"  PROBLEM: {p}")
     train, val = split_words("train"), split_words("validation")
@@ -158,8 +156,10 @@ def stage_offline_training(reference_solve_rate: float | None = None) -> bool:
     job = training.wait(training.launch(trainer), echo=False)
     trained_in = time.perf_counter() - started
     plan = training.step_arithmetic(
-        len(split_words("train")), training.OFFLINE_HYPERPARAMETERS["global_batch_size"],
-        training.OFFLINE_HYPERPARAMETERS["group_size"], training.OFFLINE_HYPERPARAMETERS["max_steps"],
+        len(split_words("train")),
+        training.OFFLINE_HYPERPARAMETERS["global_batch_size"],
+        training.OFFLINE_HYPERPARAMETERS["group_size"],
+        training.OFFLINE_HYPERPARAMETERS["max_steps"],
         training.OFFLINE_HYPERPARAMETERS["max_epochs"],
     )
     tokens = evaluation.billable_tokens(job)
@@ -167,26 +167,40 @@ def stage_offline_training(reference_solve_rate: float | None = None) -> bool:
         "  The policy here is the stand-in policy: a small learnable player served by the local Job\n"
         "  Runtime in place of gpt-oss-20b. Its numbers are its own, not the walkthrough's."
     )
-    print(f"  job {job.job_name}: {job.job_status}, {plan['steps']} steps x {plan['games_per_step']} games, "
-          f"in {trained_in:.0f} s (with the set-up)")
-    print(f"  billable tokens (stand-in's own count): prefill {tokens['prefill']:,}, sample {tokens['sample']:,}, "
-          f"train {tokens['train']:,}")
+    print(
+        f"  job {job.job_name}: {job.job_status}, {plan['steps']} steps x {plan['games_per_step']} games, "
+        f"in {trained_in:.0f} s (with the set-up)"
+    )
+    print(
+        f"  billable tokens (stand-in's own count): prefill {tokens['prefill']:,}, sample {tokens['sample']:,}, "
+        f"train {tokens['train']:,}"
+    )
     rows = []
     effort = resources.DEFAULT_REASONING_EFFORT
     for temperature in EVAL_TEMPERATURES:
         for model in (evaluation.BASE, job.job_name):
             result = evaluation.evaluate(res, model, temperature=temperature, reasoning_effort=effort)
-            rows.append({
-                "policy": "stand-in policy, " + ("base" if model == evaluation.BASE else "trained"),
-                "effort": effort,
-                "temperature": temperature,
-                "solve rate": result["pass_at_1"],
-                "mean reward": result["mean_reward"],
-                "job created by": result["via"],
-            })
+            rows.append(
+                {
+                    "policy": "stand-in policy, " + ("base" if model == evaluation.BASE else "trained"),
+                    "effort": effort,
+                    "temperature": temperature,
+                    "solve rate": result["pass_at_1"],
+                    "mean reward": result["mean_reward"],
+                    "job created by": result["via"],
+                }
+            )
     if reference_solve_rate is not None:
-        rows.append({"policy": "reference solver (stage 3)", "effort": "-", "temperature": 0.0,
-                     "solve rate": reference_solve_rate, "mean reward": float("nan"), "job created by": "-"})
+        rows.append(
+            {
+                "policy": "reference solver (stage 3)",
+                "effort": "-",
+                "temperature": 0.0,
+                "solve rate": reference_solve_rate,
+                "mean reward": float("nan"),
+                "job created by": "-",
+            }
+        )
     _print_rows(rows)
     checks = expectations(rows)
     for line, _ in checks:
@@ -206,7 +220,9 @@ def expectations(rows: list[dict]) -> list[tuple[str, bool]]:
     rate: dict[tuple[str, float], float] = {}
     for row in rows:
         if str(row["policy"]).startswith("stand-in policy, "):
-            rate[(str(row["policy"]).removeprefix("stand-in policy, "), float(row["temperature"]))] = float(row["solve rate"])
+            rate[(str(row["policy"]).removeprefix("stand-in policy, "), float(row["temperature"]))] = float(
+                row["solve rate"]
+            )
     missing = [(m, t) for m in ("base", "trained") for t in EVAL_TEMPERATURES if (m, t) not in rate]
     if missing:
         raise ValueError(f"stage 4 needs a solve rate for each model at each temperature; missing {missing}")
@@ -220,12 +236,21 @@ def expectations(rows: list[dict]) -> list[tuple[str, bool]]:
     greedy = trained_g - base_g >= GREEDY_MIN_GAIN
     curve = trained_g < trained_s
     return [
-        (f"serving setting (T={SERVING_TEMPERATURE:g}): base {base_s:.1%} (at most {BASE_MAX_SOLVE_RATE:.0%} expected), "
-         f"trained {trained_s:.1%} (at least {TRAINED_MIN_SOLVE_RATE:.0%} expected): {mark(serving)}", serving),
-        (f"greedy (T={GREEDY_TEMPERATURE:g}, the training curve's setting): base {base_g:.1%}, trained {trained_g:.1%}, "
-         f"gain {(trained_g - base_g) * 100:+.0f} points (at least {GREEDY_MIN_GAIN * 100:+.0f} expected): {mark(greedy)}", greedy),
-        (f"the curve is not the serving number: trained {trained_g:.1%} at T={GREEDY_TEMPERATURE:g} against "
-         f"{trained_s:.1%} at T={SERVING_TEMPERATURE:g} (lower expected): {mark(curve)}", curve),
+        (
+            f"serving setting (T={SERVING_TEMPERATURE:g}): base {base_s:.1%} (at most {BASE_MAX_SOLVE_RATE:.0%} expected), "
+            f"trained {trained_s:.1%} (at least {TRAINED_MIN_SOLVE_RATE:.0%} expected): {mark(serving)}",
+            serving,
+        ),
+        (
+            f"greedy (T={GREEDY_TEMPERATURE:g}, the training curve's setting): base {base_g:.1%}, trained {trained_g:.1%}, "
+            f"gain {(trained_g - base_g) * 100:+.0f} points (at least {GREEDY_MIN_GAIN * 100:+.0f} expected): {mark(greedy)}",
+            greedy,
+        ),
+        (
+            f"the curve is not the serving number: trained {trained_g:.1%} at T={GREEDY_TEMPERATURE:g} against "
+            f"{trained_s:.1%} at T={SERVING_TEMPERATURE:g} (lower expected): {mark(curve)}",
+            curve,
+        ),
     ]
 
 
