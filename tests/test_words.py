@@ -289,7 +289,8 @@ def test_build_reproduces_the_committed_files(tmp_path: Path):
             f"{name} differs from the committed file: run `mtrl words build` and commit the result"
         )
     assert wordlists.verify(tmp_path) == []
-    assert elapsed < 60
+    # A bound on hanging, not a speed claim (the build takes seconds; speed belongs in benchmarks).
+    assert elapsed < 600
 
 
 # ---------------------------------------------------------------------------- feedback patterns
