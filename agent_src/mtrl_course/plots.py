@@ -219,14 +219,7 @@ def evaluation_bars(frame: pd.DataFrame, *, label: str = "stand-in policy") -> F
         ax.bar(x, losses, bottom=lower, color="white", edgecolor=COLOUR_LOSS, hatch="//", label="loss from the adapter")
     for i, row in table.iterrows():
         top = max(row["base"], row["trained"]) * PERCENT
-        ax.annotate(
-            f"{row['base']:.0%} -> {row['trained']:.0%}",
-            (i, top),
-            textcoords="offset points",
-            xytext=(0, 4),
-            ha="center",
-            fontsize=9,
-        )
+        _label_change(ax, i, top, row, fontsize=9)
     ax.set_xticks(list(x), list(table["setting"]), fontsize=9)
     ax.set_xlabel("serving setting (reasoning effort, sampling temperature)")
     _percent_axis(ax, "held-out words solved (%)")
@@ -284,14 +277,7 @@ def _grid_panel(ax: Any, table: pd.DataFrame, games: int | None) -> None:
                     capsize=3,
                 )
                 top = max(top, high * PERCENT)
-        ax.annotate(
-            f"{row['base']:.0%} -> {row['trained']:.0%}",
-            (i, top),
-            textcoords="offset points",
-            xytext=(0, 4),
-            ha="center",
-            fontsize=8,
-        )
+        _label_change(ax, i, top, row, fontsize=8)
     ax.set_xticks(x, [str(s).replace(", ", "\n") for s in table["setting"]], fontsize=8)
     _percent_axis(ax, "held-out words solved (%)")
 
@@ -432,3 +418,15 @@ def cost_breakdown(tokens: Mapping[str, Any], prices: Mapping[str, Any] | None =
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def _label_change(ax: Any, x: float, top: float, row: Any, *, fontsize: int) -> None:
+    """Write "base -> trained" just above a pair of bars."""
+    ax.annotate(
+        f"{row['base']:.0%} -> {row['trained']:.0%}",
+        (x, top),
+        textcoords="offset points",
+        xytext=(0, 4),
+        ha="center",
+        fontsize=fontsize,
+    )
