@@ -129,9 +129,7 @@ def session(region: str | None = None) -> boto3.Session:
         telemetry.switch_off()
         telemetry.sdk_opt_out(config.STATE_DIR, keep_user_config=True)
         return live
-    backend = offline_backend()
-    # Cheap when nothing changed; rewrites the SDK's opt-out file if a reset removed its folder.
-    telemetry.sdk_opt_out(Path(backend.state_dir), keep_user_config=False)
+    _refresh_offline_files(offline_backend())
     return boto3.Session(
         aws_access_key_id=OFFLINE_ACCESS_KEY,
         aws_secret_access_key=OFFLINE_SECRET_KEY,
@@ -172,7 +170,19 @@ def reset_offline(state_dir: Path | None = None) -> OfflineBackend:
     """
     backend = offline_backend()
     backend.reset(state_dir)
+    _refresh_offline_files(backend)
     return backend
+
+
+def _refresh_offline_files(backend: OfflineBackend) -> None:
+    """Write again the two files the offline process points others at, if a folder was removed.
+
+    The SageMaker SDK refuses to start when its config override is missing, and Python children
+    find the network guard's `sitecustomize` through PYTHONPATH; both live in the state folder,
+    which a reset (or a test's clean-up) can remove. Cheap when nothing changed.
+    """
+    telemetry.sdk_opt_out(Path(backend.state_dir), keep_user_config=False)
+    netguard.guard_children(Path(backend.state_dir))
 
 
 # ----------------------------------------------------------------------------------------------
