@@ -54,9 +54,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Fake credentials for the offline backend (moto accepts anything; these are moto's convention).
-OFFLINE_ACCESS_KEY = "testing"
-OFFLINE_SECRET_KEY = "testing"
+# Fake credentials for the offline backend (stated once, in config).
+OFFLINE_ACCESS_KEY = config.OFFLINE_ACCESS_KEY
+OFFLINE_SECRET_KEY = config.OFFLINE_SECRET_KEY
 OFFLINE_ACCOUNT = config.MOTO_ACCOUNT
 REGION_ENV_VARS = ("AWS_DEFAULT_REGION", "AWS_REGION")
 # Offline, nothing may come from a developer's AWS setup: a profile could run an SSO login or a

@@ -34,6 +34,9 @@ REGION_ADVICE = (
 # placeholder the offline stack uses; a hygiene test rejects any other 12-digit account.
 PLACEHOLDER_ACCOUNT = "111122223333"
 MOTO_ACCOUNT = "123456789012"
+# Fake credentials offline: moto accepts anything, and "testing" is its convention.
+OFFLINE_ACCESS_KEY = "testing"
+OFFLINE_SECRET_KEY = "testing"
 DEFAULT_SEED = 42
 COURSE_TAG = "mtrl-wordle-course"
 

@@ -23,9 +23,9 @@ logger = logging.getLogger(__name__)
 # The backend
 
 CALL_TRACE_LENGTH = 10_000
-# Fake credentials for the stand-ins' own clients (moto accepts anything; these are moto's convention).
-OFFLINE_ACCESS_KEY = "testing"
-OFFLINE_SECRET_KEY = "testing"
+# Fake credentials for the stand-ins' own clients (stated once, in config).
+OFFLINE_ACCESS_KEY = config.OFFLINE_ACCESS_KEY
+OFFLINE_SECRET_KEY = config.OFFLINE_SECRET_KEY
 INTERNAL_CLIENT_MARK = "_mtrl_offline_internal"
 
 
