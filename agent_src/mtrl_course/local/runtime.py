@@ -148,6 +148,34 @@ def _signal_group(process: subprocess.Popen, signum: int) -> None:
         pass
 
 
+def live_group_members(pgid: int) -> list[int]:
+    """Process ids in group `pgid` that are still running (zombies awaiting their reaper excluded).
+
+    After a SIGKILL the workers a supervisor forked are reparented and stay zombies until init
+    reaps them; they hold no port and run no code, but `killpg(pgid, 0)` still finds them.
+    Reads /proc where there is one, else falls back to that signal probe.
+    """
+    if not os.path.isdir("/proc/self"):
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return []
+        return [pgid]
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone while we looked
+        state, group = fields[0], int(fields[2])
+        if group == pgid and state not in ("Z", "X"):
+            members.append(int(entry))
+    return members
+
+
 def _bound_socket(port: int = 0) -> socket.socket:
     # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and
     # without it keep-alive requests stall on delayed ACKs (about 40 ms each).
@@ -390,6 +418,9 @@ class LocalAgentRuntime:
                 _signal_group(process, signal.SIGKILL)
                 process.wait(STOP_TIMEOUT_S)
             _signal_group(process, signal.SIGKILL)  # any worker its supervisor left behind
+            deadline = time.monotonic() + STOP_TIMEOUT_S
+            while live_group_members(process.pid) and time.monotonic() < deadline:
+                time.sleep(0.02)  # a killed worker runs until the kernel delivers the signal
         if thread is not None:
             # Cut-off handler threads keep the old server's loop waiting for them (fenced, they
             # end quickly); the port is free already, so a restart does not wait for them long.
