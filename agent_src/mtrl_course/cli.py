@@ -760,11 +760,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=ENVIRONMENT_HELP.format(mode=mode),
     )
     parser.add_argument("--debug", action="store_true", help="show the Python traceback when a command fails")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True)
 
-    words = _command(sub, "words", "build or verify the SCOWL word data").add_subparsers(
-        dest="action", required=True, metavar="ACTION"
-    )
+    words = _command(sub, "words", "build or verify the SCOWL word data").add_subparsers(dest="action", required=True)
     p = _command(
         words,
         "build",
@@ -780,7 +778,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_words_hash)
 
     ds = _command(sub, "dataset", "make, validate or export the training data").add_subparsers(
-        dest="action", required=True, metavar="ACTION"
+        dest="action", required=True
     )
     p = _command(
         ds,
@@ -845,7 +843,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_course)
 
     agent = _command(sub, "agent", "the agent: AgentCore bundle, a local runtime, the smoke test").add_subparsers(
-        dest="action", required=True, metavar="ACTION"
+        dest="action", required=True
     )
     p = _command(agent, "bundle", "write the code bundle `agentcore deploy` uploads")
     p.add_argument("--out", default=None, help="output folder (default: agentcore.json's codeLocation)")
@@ -965,7 +963,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cleanup)
 
     lab_actions = _command(sub, "lab", "the lab path: use an instructor's run").add_subparsers(
-        dest="action", required=True, metavar="ACTION"
+        dest="action", required=True
     )
     p = _command(
         lab_actions, "attach", "find an instructor's run by run id or job name; notebooks 06 and 07 then use it"
@@ -974,7 +972,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_lab_attach)
 
     nbs = _command(sub, "notebooks", "execute the notebooks offline, or sync their banners").add_subparsers(
-        dest="action", required=True, metavar="ACTION"
+        dest="action", required=True
     )
     p = _command(
         nbs,

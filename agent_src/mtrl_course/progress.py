@@ -182,7 +182,7 @@ def _max_steps(job: Any) -> int | None:
         return None
 
 
-def watch_training(job: Any, poll_s: float, *, read_steps: Any = None) -> None:
+def watch_training(job: Any, poll_s: float, *, read_steps: Any = None, indent: str = "") -> None:
     """Until `job` ends: a step bar with the latest reward and validation, and one line per step.
 
     Returns as soon as the job is in a terminal status; the caller then waits on it as before
@@ -198,7 +198,7 @@ def watch_training(job: Any, poll_s: float, *, read_steps: Any = None) -> None:
     read = read_steps if read_steps is not None else StepMetrics(job)
     printed: dict[int, set[str]] = {}
     latest: dict[str, str] = {}
-    with bar(total=_max_steps(job), desc=f"training {job.job_name}", unit="step") as shown:
+    with bar(total=_max_steps(job), desc=f"{indent}training", unit="step") as shown:
         while True:
             job.refresh()
             try:
@@ -210,7 +210,7 @@ def watch_training(job: Any, poll_s: float, *, read_steps: Any = None) -> None:
                 if not new:
                     continue
                 printed.setdefault(row["step"], set()).update(new)
-                note(step_line({"step": row["step"], **{k: row[k] for k in new}}))
+                note(indent + step_line({"step": row["step"], **{k: row[k] for k in new}}))
                 if REWARD_METRIC in new:
                     latest["reward"] = f"{row[REWARD_METRIC]:+.3f}"
                 if VALIDATION_METRIC in new:
@@ -221,7 +221,7 @@ def watch_training(job: Any, poll_s: float, *, read_steps: Any = None) -> None:
             shown.set_postfix(latest, refresh=False)
             stage = getattr(job, "secondary_status", None)
             stage = stage if isinstance(stage, str) and stage else job.job_status
-            shown.set_description_str(f"training ({stage})", refresh=True)
+            shown.set_description_str(f"{indent}training ({stage})", refresh=True)
             if job.job_status in TERMINAL_STATUSES:
                 return
             time.sleep(poll_s)

@@ -155,7 +155,7 @@ def stage_offline_training(reference_solve_rate: float | None = None) -> bool:
     res = resources.prepare()
     trainer = training.make_trainer(res)
     job = training.launch(trainer)
-    progress.watch_training(job, progress.OFFLINE_WATCH_POLL_S)
+    progress.watch_training(job, progress.OFFLINE_WATCH_POLL_S, indent="  ")
     job = training.wait(job, echo=False)
     trained_in = time.perf_counter() - started
     plan = training.step_arithmetic(
