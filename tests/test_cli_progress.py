@@ -36,7 +36,6 @@ def test_off_under_pytest_and_in_pipes(monkeypatch):
     monkeypatch.delenv("PYTEST_CURRENT_TEST")
     monkeypatch.delenv("TQDM_DISABLE", raising=False)
     monkeypatch.delenv(progress.NOTEBOOK_BATCH_ENV_VAR, raising=False)
-    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
     assert progress.enabled(Terminal())
     assert not progress.enabled(io.StringIO())  # a pipe or a file
 
@@ -60,8 +59,15 @@ def test_a_notebook_kernel_never_shows_progress(monkeypatch):
     # An interactive notebook's stderr is stored with its outputs, which nbval compares.
     monkeypatch.delenv(progress.PROGRESS_ENV_VAR, raising=False)
     monkeypatch.delenv("PYTEST_CURRENT_TEST")
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.delenv(progress.NOTEBOOK_BATCH_ENV_VAR, raising=False)
+    kernel_stream = type("OutStream", (Terminal,), {"__module__": "ipykernel.iostream"})
+    monkeypatch.setattr(sys, "stderr", kernel_stream())
+    assert not progress.enabled()
+    # ipykernel merely imported (the notebook runner starts kernels with it) is not a kernel.
+    monkeypatch.setattr(sys, "stderr", Terminal())
     monkeypatch.setitem(sys.modules, "ipykernel", types.ModuleType("ipykernel"))
-    assert not progress.enabled(Terminal())
+    assert progress.enabled()
 
 
 def test_when_off_nothing_is_written(capsys):

@@ -38,9 +38,11 @@ def enabled(stream: IO[str] | None = None) -> bool:
         return False
     if os.environ.get("PYTEST_CURRENT_TEST") or os.environ.get(NOTEBOOK_BATCH_ENV_VAR) == "1":
         return False
-    if "ipykernel" in sys.modules:  # a notebook's stderr is stored with its outputs
-        return False
     stream = sys.stderr if stream is None else stream
+    # A notebook kernel's stderr (ipykernel's OutStream) is stored with the cell's outputs. Not
+    # "ipykernel imported": the notebook runner imports it to start kernels, in a terminal.
+    if type(stream).__module__.startswith("ipykernel") or type(sys.stderr).__module__.startswith("ipykernel"):
+        return False
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):  # a closed or replaced stream
