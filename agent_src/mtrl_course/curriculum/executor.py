@@ -8,6 +8,11 @@ count is missing, so counts are part of the test) and strips what changes from r
 source in `metadata.mtrl.source_sha`, so a test can tell that a cell was edited after its outputs
 were stored.
 
+In a terminal the run shows a bar and one line per notebook as it finishes (stderr, see
+`mtrl_course.progress`); the table at the end is the same either way. When a notebook takes far
+longer (or shorter) than its banner says, the learner is told both times. The banners' times are
+written by a maintainer's `mtrl notebooks run --record-times` (`record_offline_seconds`).
+
 `sync()` rewrites the generated cells (the banner, tagged "banner"; the closing "next" cell,
 tagged "next") from `catalog`, and the README's notebook table between its markers. `run()`
 syncs first.
