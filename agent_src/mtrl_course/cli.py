@@ -162,9 +162,7 @@ def _print_table(rows, columns: Sequence[str] | None = None) -> None:
 
 # ---------------------------------------------------------------------------------------- words
 def _words_build(args: argparse.Namespace) -> int:
-    from mtrl_course import wordlists
-
-    from mtrl_course import progress
+    from mtrl_course import progress, wordlists
 
     with progress.running("building the word lists from SCOWL"):
         summary = wordlists.build(scowl_dir=Path(args.scowl_dir))
@@ -198,9 +196,7 @@ def _words_hash(args: argparse.Namespace) -> int:
 
 # -------------------------------------------------------------------------------------- dataset
 def _dataset_make(args: argparse.Namespace) -> int:
-    from mtrl_course import dataset
-
-    from mtrl_course import progress
+    from mtrl_course import dataset, progress
 
     with progress.running("drawing and writing the dataset splits"):
         summary = dataset.make_dataset(
@@ -304,8 +300,8 @@ def _play_interactive(word: str | None) -> int:
             print("given up")
             break
         except KeyboardInterrupt:
-            # A quit, not a crash: no traceback, no answer (the player may come back to it), and
-            # the shell's usual status for Ctrl-C.
+            # A quit, not a crash: no traceback (it used to print one), and the shell's usual
+            # status for Ctrl-C.
             print("\nquit")
             return INTERRUPTED_EXIT
         print(game.guess(guess))
