@@ -42,17 +42,24 @@ check-python:
 NBFILTER := if [ -x $(BIN)/python ]; then exec $(BIN)/python -m mtrl_course.curriculum.nbfilter; else exec cat; fi
 register-filter = git rev-parse --is-inside-work-tree >/dev/null 2>&1 && git config filter.mtrl-notebook.clean '$(NBFILTER)' || true
 
+# pip runs with --quiet (its per-package lines would bury everything else), so each step says
+# what it is doing before it starts: the locked install is silent for minutes on a first run.
 $(STAMP): requirements.lock pyproject.toml
 	@test -x $(BIN)/python || { $(PYTHON_CHECK); }
+	@test -x $(BIN)/python || echo "[venv 1/4] creating the virtualenv $(VENV) with $(PYTHON) (first run only)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
 		echo "$(PYTHON) could not create a virtualenv; on Debian or Ubuntu: sudo apt-get install python3-venv"; \
 		rm -rf $(VENV); exit 1; }
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@echo "[venv 2/4] updating pip in $(VENV)"
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	@echo "[venv 3/4] installing the $$(grep -c '==' requirements.lock) locked packages from requirements.lock (pip is quiet; a first run downloads them and takes minutes, a re-run only checks them)"
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	@echo "[venv 4/4] installing the course's own package (editable)"
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@rm -f $(VENV)/.installed-*
 	@$(register-filter)
 	@touch $@
+	@echo "[venv] ready: $(VENV) (rebuilt only when requirements.lock or pyproject.toml change)"
 
 venv: $(STAMP)
 	@$(register-filter)

@@ -11,6 +11,9 @@ Heavy imports happen inside each command so `mtrl --help` stays instant.
 Offline (the default) every command runs against the local stack and spends nothing. Live
 (MTRL_MODE=live), `mtrl train` starts a job that bills for hours only with `--yes`.
 
+Progress (tqdm bars, a line per training step or notebook) goes to stderr when it is a
+terminal; tables and results go to stdout and are the same either way (`mtrl_course.progress`).
+
 Every bad argument, and every failure a learner can cause (no credentials, an unknown job, a
 broken file), ends in one line on stderr naming what was wrong and a non-zero exit: 2 for a
 usage error, 1 for a failure. `mtrl --debug ...` (or MTRL_DEBUG=1) shows the traceback instead.
@@ -28,12 +31,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+# Metrics `mtrl train` prints per step (the first is what the SDK prints too; the last is the one
+# to watch): one list for the live step lines and the final table. The module imports nothing heavy.
+from mtrl_course.progress import STEP_METRICS
 
 # A `--runs` item: `<model>:<temperature>`; the model is "base", "trained" or a training job name.
 RUN_SEPARATOR = ":"
 TRAINED_ALIAS = "trained"
-# Metrics `mtrl train` prints per step (the first is what the SDK prints too; the second is the one to watch).
-STEP_METRICS = ("rollout/reward/mean", "rollout/turns/mean", "val/reward/pass_at_1")
 JOB_LIST_LIMIT = 20
 JOB_LIST_MAX = 100  # ListJobs' MaxResults range is 1..100 (the botocore model)
 SERVE_POLL_S = 0.5
@@ -47,8 +51,44 @@ class UsageError(Exception):
     """A combination of arguments the command refuses (argparse checks single values)."""
 
 
+# The top-level help's closing section: the environment variables every command reads.
+ENVIRONMENT_HELP = """environment:
+  MTRL_MODE=offline   the default: every command runs against the course's local stand-ins
+                      (moto, a local job service, a small stand-in policy); no AWS account,
+                      no charge
+  MTRL_MODE=live      your AWS account, with the credentials and Region of your AWS
+                      configuration; a command that starts billable work (mtrl train) does
+                      so only with --yes, and mtrl cleanup deletes what the course created
+  MTRL_DEBUG=1        same as --debug
+  MTRL_PROGRESS=0|1   progress bars and step lines on stderr off or on (default: on when
+                      stderr is a terminal, off in notebooks, pipes and tests)
+
+now: MTRL_MODE={mode}"""
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Help that states every option's default.
+
+    argparse's ArgumentDefaultsHelpFormatter prints "(default: None)" and "(default: False)",
+    which tell a reader nothing; here a default is appended only when it is a real value and the
+    help does not already say it (options whose default is computed say what it is themselves).
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS) or action.required:
+            return text
+        if action.option_strings or action.nargs in (argparse.OPTIONAL, argparse.ZERO_OR_MORE):
+            return f"{text} (default: %(default)s)"
+        return text
+
+
+class _TopHelpFormatter(argparse.RawDescriptionHelpFormatter, _HelpFormatter):
+    """The top-level help keeps its environment table's layout."""
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors and no prefix matching.
+    """argparse with one-line errors, no prefix matching and defaults in the help.
 
     argparse's default answer to a bad argument is the whole usage block, and its prefix
     matching lets `--ye` mean `--yes`: a spending flag should be typed in full.
@@ -56,6 +96,7 @@ class _Parser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", _HelpFormatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> Any:  # type: ignore[override]
@@ -121,9 +162,10 @@ def _print_table(rows, columns: Sequence[str] | None = None) -> None:
 
 # ---------------------------------------------------------------------------------------- words
 def _words_build(args: argparse.Namespace) -> int:
-    from mtrl_course import wordlists
+    from mtrl_course import progress, wordlists
 
-    summary = wordlists.build(scowl_dir=Path(args.scowl_dir))
+    with progress.running("building the word lists from SCOWL"):
+        summary = wordlists.build(scowl_dir=Path(args.scowl_dir))
     _print_table([{"item": k, "value": v} for k, v in summary.items() if not isinstance(v, dict)])
     return 0
 
@@ -154,11 +196,12 @@ def _words_hash(args: argparse.Namespace) -> int:
 
 # -------------------------------------------------------------------------------------- dataset
 def _dataset_make(args: argparse.Namespace) -> int:
-    from mtrl_course import dataset
+    from mtrl_course import dataset, progress
 
-    summary = dataset.make_dataset(
-        out_dir=Path(args.out) if args.out else None, n_train=args.train, n_val=args.val, seed=args.seed
-    )
+    with progress.running("drawing and writing the dataset splits"):
+        summary = dataset.make_dataset(
+            out_dir=Path(args.out) if args.out else None, n_train=args.train, n_val=args.val, seed=args.seed
+        )
     _print_table([{"item": k, "value": v} for k, v in summary.items()])
     return 0
 
@@ -214,12 +257,30 @@ def _play(args: argparse.Namespace) -> int:
 
         words = split_words(args.split or "validation")
         words = words[: args.limit] if args.limit is not None else words
-        frame = solver.play_many(words)
+        from mtrl_course import progress
+
+        with progress.running(f"playing {len(words)} games with the reference solver"):
+            frame = solver.play_many(words)
         _print_table(frame)
         print()
         _print_table([solver.summarise(frame)])
         return 0
     return _play_interactive(args.word)
+
+
+def play_rules() -> str:
+    """What `mtrl play` prints before the first guess: the game's rules, from the game's constants."""
+    from wordle_agent.game import MAX_GUESSES, MAX_TOOL_CALLS, WORD_LENGTH
+
+    return (
+        f"Wordle: find the hidden {WORD_LENGTH}-letter word in {MAX_GUESSES} guesses.\n"
+        "  After each guess every letter is marked: green = right letter, right place; yellow = in\n"
+        "  the word, another place; gray = not in the word (or not again).\n"
+        f"  Any {WORD_LENGTH} letters count as a guess (one not in the dictionary is marked so); anything\n"
+        f"  else uses no guess, but at most {MAX_TOOL_CALLS} entries are read in all.\n"
+        "  At the end you see the episode reward the agent is trained on.\n"
+        "  Ctrl-D gives up and shows the answer; Ctrl-C quits."
+    )
 
 
 def _play_interactive(word: str | None) -> int:
@@ -230,13 +291,19 @@ def _play_interactive(word: str | None) -> int:
 
     answer = (word or random.SystemRandom().choice(ANSWERS)).upper()
     game = WordleGame(answer)
-    print("Wordle: guess the hidden five-letter word in six tries (Ctrl-D to give up).")
-    while not game.over:
+    print(play_rules())
+    while not game.over and not game.limit_reached:
         try:
             guess = input("guess> ")
         except EOFError:
             print()
+            print("given up")
             break
+        except KeyboardInterrupt:
+            # A quit, not a crash: no traceback (it used to print one), and the shell's usual
+            # status for Ctrl-C.
+            print("\nquit")
+            return INTERRUPTED_EXIT
         print(game.guess(guess))
     print(f"answer: {answer}; reward: {game.final_reward():+.3f} (shaping score {game.score:+.1f})")
     return 0
@@ -355,32 +422,18 @@ def _train_resources(args: argparse.Namespace) -> Any:
 
 
 def _step_metrics(job: Any) -> list[dict[str, Any]]:
-    from mlflow.tracking import MlflowClient
+    from mtrl_course import progress
 
-    details = job.mlflow_details or {}
-    config_doc = job.training_config or {}
-    arn = (config_doc.get("MlflowConfig") or {}).get("MlflowResourceArn")
-    if not details.get("RunId") or not arn:
-        return []
-    import mlflow
+    return progress.StepMetrics(job, STEP_METRICS)()
 
-    from mtrl_course import config, resources, storage
 
-    if not config.is_live():
-        # Offline an MLflow app (and moto's bucket) lives in the process that created it; in a
-        # fresh one (attaching to a job a detached process ran) the app is created again under
-        # the same ARN and finds the job's runs on disk.
-        resources.ensure_mlflow_app(bucket=storage.ensure_bucket())
-    # sagemaker-mlflow's auth plugin signs requests for the global tracking URI, not the
-    # client's: in a fresh process (`mtrl train --attach` after the job's own process ended) it
-    # split the default URI as an ARN and failed with IndexError.
-    mlflow.set_tracking_uri(arn)
-    client = MlflowClient(tracking_uri=arn)
-    steps: dict[int, dict[str, Any]] = {}
-    for key in STEP_METRICS:
-        for metric in client.get_metric_history(details["RunId"], key):
-            steps.setdefault(metric.step, {"step": metric.step})[key] = round(metric.value, 4)
-    return [steps[s] for s in sorted(steps)]
+def _wait_for_training(job: Any) -> Any:
+    """`training.wait`, after a terminal has watched the steps go by (mtrl_course.progress)."""
+    from mtrl_course import config, progress, training
+
+    poll = training.LIVE_POLL_S if config.is_live() else progress.OFFLINE_WATCH_POLL_S
+    progress.watch_training(job, poll)
+    return training.wait(job)
 
 
 def _report_training(job: Any) -> None:
@@ -429,7 +482,7 @@ def _train(args: argparse.Namespace) -> int:
     if args.attach:
         job = training.attach(args.attach)
         if args.wait:
-            job = training.wait(job)
+            job = _wait_for_training(job)
         _report_training(job)
         return 0 if job.job_status != "Failed" else 1
     res = _train_resources(args)
@@ -445,7 +498,7 @@ def _train(args: argparse.Namespace) -> int:
     if args.no_wait:
         return 0
     try:
-        job = training.wait(job)
+        job = _wait_for_training(job)
     except FailedStatusError:
         job.refresh()
     _report_training(job)
@@ -537,14 +590,21 @@ def _evaluate(args: argparse.Namespace) -> int:
         if trained is None:
             print("no completed training job to evaluate as 'trained': run `mtrl train` first (or pass --job NAME)")
             return 1
+    from mtrl_course import progress
+
     rows = []
     original = res.reasoning_effort
+    shown = progress.bar(total=len(args.runs), desc="evaluation jobs", unit="job")
     try:
         for model, temperature in args.runs:
             name = trained if model == TRAINED_ALIAS else model
-            result = evaluation.evaluate(
-                res, name, temperature=temperature, reasoning_effort=args.effort, eval_group_size=args.group_size
-            )
+            shown.set_postfix_str(f"{model}:{temperature:g}", refresh=True)
+            with progress.ticking(shown):
+                result = evaluation.evaluate(
+                    res, name, temperature=temperature, reasoning_effort=args.effort, eval_group_size=args.group_size
+                )
+            progress.note(f"evaluation {model}:{temperature:g}: pass@1 {result['pass_at_1']:.1%}")
+            shown.update()
             rows.append(
                 {
                     "model": model,
@@ -559,6 +619,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                 }
             )
     finally:
+        shown.close()
         if res.runtime is not None and original and res.reasoning_effort != original:
             resources.set_reasoning_effort(res, original)
     if trained and any(model == TRAINED_ALIAS for model, _ in args.runs):
@@ -600,7 +661,9 @@ def _jobs(args: argparse.Namespace) -> int:
 def _notebooks_run(args: argparse.Namespace) -> int:
     from mtrl_course.curriculum import executor
 
-    return executor.run_command(args.notebooks or None, timeout=args.timeout, store=not args.no_store)
+    return executor.run_command(
+        args.notebooks or None, timeout=args.timeout, store=not args.no_store, record_times=args.record_times
+    )
 
 
 def _notebooks_sync(args: argparse.Namespace) -> int:
@@ -617,98 +680,208 @@ def _lab_attach(args: argparse.Namespace) -> int:
 
 
 # -------------------------------------------------------------------------------------- cleanup
+CLEANUP_CONFIRM_WORD = "yes"
+
+
 def _cleanup(args: argparse.Namespace) -> int:
-    from mtrl_course import cleanup
+    """List this run's resources; delete them with --yes, or after a typed "yes" in a terminal.
+
+    --dry-run differs from the default: it never asks, and it prints the deletion steps in the
+    order `--yes` would take them, so a reviewer sees exactly what would happen.
+    """
+    import pandas as pd
+
+    from mtrl_course import cleanup, naming
 
     if args.yes and args.dry_run:
         raise UsageError("--yes deletes and --dry-run deletes nothing: give one of them")
-    return int(cleanup.command(yes=args.yes, dry_run=args.dry_run) or 0)
+    found = cleanup.discover()
+    with pd.option_context("display.width", 160, "display.max_colwidth", 70):
+        print(f"run {naming.run_id()}: left alone on purpose:")
+        print(cleanup.not_touched().to_string(index=False))
+        print()
+        if found.empty:
+            print("nothing of this run's was found in this account and Region")
+            return 0
+        print(cleanup.as_table(found).to_string(index=False))
+    count = int(found[cleanup.RESOURCE].notna().sum())
+    if args.dry_run:
+        print("\nwould run, in this order:")
+        for step in cleanup.cli_commands(found):
+            print(f"  {step}")
+        print(f"\ndry run: nothing deleted. `mtrl cleanup --yes` deletes the {count} resource(s) above.")
+        return 0
+    if not args.yes and not _confirmed(
+        f"\ndelete the {count} resource(s) above? type {CLEANUP_CONFIRM_WORD} to delete: "
+    ):
+        print(
+            f"nothing deleted. Run `mtrl cleanup` in a terminal and answer {CLEANUP_CONFIRM_WORD}, or "
+            f"`mtrl cleanup --yes`, to delete the {count} resource(s) above."
+        )
+        return 0
+    print()
+    cleanup.delete(found, confirm=True)
+    left = cleanup.verify_empty()
+    if left.empty:
+        print("\nclean: nothing of the course's is left")
+        return 0
+    print("\nstill there:")
+    print(cleanup.as_table(left).to_string(index=False))
+    return 1
+
+
+def _confirmed(question: str) -> bool:
+    """True only when a person at a terminal types the confirmation word; a pipe never confirms."""
+    if not sys.stdin.isatty():
+        return False
+    try:
+        answer = input(question)
+    except (EOFError, KeyboardInterrupt):
+        print()
+        return False
+    return answer.strip().lower() == CLEANUP_CONFIRM_WORD
+
+
+def _command(sub: Any, name: str, help_text: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """A subcommand whose own --help opens with the line the parent's list shows."""
+    return sub.add_parser(name, help=help_text, description=kwargs.pop("description", help_text), **kwargs)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="mtrl", description=__doc__.splitlines()[0])
+    mode = os.environ.get("MTRL_MODE", "").strip() or "offline (not set)"
+    parser = _Parser(
+        prog="mtrl",
+        formatter_class=_TopHelpFormatter,
+        description="\n\n".join(__doc__.split("\n\n")[i] for i in (0, 3)),
+        epilog=ENVIRONMENT_HELP.format(mode=mode),
+    )
     parser.add_argument("--debug", action="store_true", help="show the Python traceback when a command fails")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    words = sub.add_parser("words", help="build or verify the SCOWL word data").add_subparsers(
-        dest="action", required=True
+    words = _command(sub, "words", "build or verify the SCOWL word data").add_subparsers(dest="action", required=True)
+    p = _command(
+        words,
+        "build",
+        "regenerate the word files from Debian's scowl lists (rewrites the committed files in "
+        "agent_src/wordle_agent/data/)",
     )
-    p = words.add_parser("build", help="regenerate the word files from Debian's scowl lists")
-    p.add_argument("--scowl-dir", type=_text("folder"), default="/usr/share/dict/scowl")
+    p.add_argument("--scowl-dir", type=_text("folder"), default="/usr/share/dict/scowl", help="the scowl word lists")
     p.set_defaults(func=_words_build)
-    p = words.add_parser("verify", help="check the committed word files against their provenance")
+    p = _command(words, "verify", "check the committed word files against their provenance")
     p.set_defaults(func=_words_verify)
-    p = words.add_parser("hash", help="print the denylist line for a word (reads stdin if none given)")
-    p.add_argument("words", nargs="*")
+    p = _command(words, "hash", "print the denylist line for a word (reads stdin if none given)")
+    p.add_argument("words", nargs="*", help="words to hash (default: one per line from stdin)")
     p.set_defaults(func=_words_hash)
 
-    ds = sub.add_parser("dataset", help="make, validate or export the training data").add_subparsers(
+    ds = _command(sub, "dataset", "make, validate or export the training data").add_subparsers(
         dest="action", required=True
     )
-    p = ds.add_parser("make", help="write data/training-data.jsonl and data/validation-data.jsonl")
-    p.add_argument("--train", type=_whole_number(1), default=640, help="training rows (default 640)")
-    p.add_argument("--val", type=_whole_number(1), default=128, help="validation rows (default 128)")
-    p.add_argument("--seed", type=_whole_number(0), default=42)
+    p = _command(
+        ds,
+        "make",
+        "write the training and validation splits (without --out: rewrites the committed "
+        "data/training-data.jsonl and data/validation-data.jsonl)",
+    )
+    p.add_argument("--train", type=_whole_number(1), default=640, help="training rows")
+    p.add_argument("--val", type=_whole_number(1), default=128, help="validation rows")
+    p.add_argument("--seed", type=_whole_number(0), default=42, help="random seed for the word draw")
     p.add_argument(
         "--out", type=_text("output folder"), default=None, help="output folder (default: the repository's data/)"
     )
     p.set_defaults(func=_dataset_make)
-    p = ds.add_parser("validate", help="check dataset files the way the service will read them")
+    p = _command(ds, "validate", "check dataset files the way the service will read them")
     p.add_argument("files", nargs="*", help="files to check (default: the committed pair)")
-    p.add_argument("--pair", action="store_true", help="treat two files as train + validation")
-    p.add_argument("--batch-size", type=_whole_number(1), default=None, help="require at least this many rows")
+    p.add_argument("--pair", action="store_true", help="treat the two files given as training, then validation")
+    p.add_argument(
+        "--batch-size",
+        type=_whole_number(1),
+        default=None,
+        help="require at least this many rows in each file (default: no minimum)",
+    )
     p.add_argument(
         "--max-problems",
         type=_whole_number(1),
         default=20,
-        help="print at most this many problems (default 20), then count the rest",
+        help="print at most this many problems, then count the rest",
     )
     p.set_defaults(func=_dataset_validate)
-    p = ds.add_parser("export", help="export the committed datasets to another format")
-    p.add_argument("--format", choices=["jsonl", "parquet", "csv", "json"], default="jsonl")
-    p.add_argument("--out", type=_text("output folder"), default="build/datasets")
+    p = _command(ds, "export", "export the committed datasets to another format")
+    p.add_argument("--format", choices=["jsonl", "parquet", "csv", "json"], default="jsonl", help="file format")
+    p.add_argument("--out", type=_text("output folder"), default="build/datasets", help="output folder")
     p.set_defaults(func=_dataset_export)
 
-    p = sub.add_parser("play", help="play Wordle in the terminal, or a batch with the reference solver")
+    p = _command(
+        sub,
+        "play",
+        "play Wordle in the terminal, or a batch with the reference solver",
+        description="Play Wordle in the terminal against the course's game (the rules are printed "
+        "at the start; Ctrl-D gives up, Ctrl-C quits), or play a batch of words with the reference "
+        "solver.",
+    )
     p.add_argument("--word", type=_secret_word, help="the secret word (default: a random answer)")
-    p.add_argument("--batch", action="store_true", help="play a batch with the reference solver")
-    p.add_argument("--split", choices=["validation", "train"], default=None, help="with --batch (default: validation)")
-    p.add_argument("--limit", type=_whole_number(1), default=None, help="with --batch: play only this many words")
+    p.add_argument("--batch", action="store_true", help="play a batch with the reference solver instead")
+    p.add_argument(
+        "--split", choices=["validation", "train"], default=None, help="with --batch: whose words (default: validation)"
+    )
+    p.add_argument(
+        "--limit", type=_whole_number(1), default=None, help="with --batch: play only this many words (default: all)"
+    )
     p.set_defaults(func=_play)
 
-    p = sub.add_parser("course", help="the course's main job, offline (what `make course` runs)")
-    p.add_argument("--limit", type=_whole_number(1), default=None, help="play only this many held-out games")
+    p = _command(sub, "course", "the course's main job, offline (what `make course` runs)")
+    p.add_argument(
+        "--limit",
+        type=_whole_number(1),
+        default=None,
+        help="play only this many held-out games (default: the whole validation split)",
+    )
     p.add_argument("--no-train", action="store_true", help="skip stage 4 (offline training and evaluation)")
     p.set_defaults(func=_course)
 
-    agent = sub.add_parser("agent", help="the agent: AgentCore bundle, a local runtime, the smoke test").add_subparsers(
+    agent = _command(sub, "agent", "the agent: AgentCore bundle, a local runtime, the smoke test").add_subparsers(
         dest="action", required=True
     )
-    p = agent.add_parser("bundle", help="write the code bundle `agentcore deploy` uploads")
+    p = _command(agent, "bundle", "write the code bundle `agentcore deploy` uploads")
     p.add_argument("--out", default=None, help="output folder (default: agentcore.json's codeLocation)")
     p.set_defaults(func=_agent_bundle)
-    p = agent.add_parser("serve", help="serve the agent app on loopback in the foreground (Ctrl-C stops it)")
+    p = _command(agent, "serve", "serve the agent app on loopback in the foreground (Ctrl-C stops it)")
     p.add_argument(
-        "--effort", choices=["low", "medium", "high"], default=None, help="REASONING_EFFORT (default: agentcore.json's)"
+        "--effort",
+        choices=["low", "medium", "high"],
+        default=None,
+        help="the agent's REASONING_EFFORT (default: agentcore.json's)",
     )
     p.add_argument(
         "--seconds", type=_seconds, default=None, help="stop after this many seconds (default: run until Ctrl-C)"
     )
     p.set_defaults(func=_agent_serve)
-    p = agent.add_parser(
-        "smoke", help="invoke the runtime once with the service-shaped payload and diagnose the answer"
-    )
+    p = _command(agent, "smoke", "invoke the runtime once with the service-shaped payload and diagnose the answer")
     p.add_argument(
-        "--runtime-arn", type=_ARN, default=None, help="live: the runtime (default: found by the project's name)"
+        "--runtime-arn",
+        type=_ARN,
+        default=None,
+        help="live: the runtime to invoke (default: the one deployed under the project's name; offline: a local one)",
     )
     p.add_argument("--account", type=_account, default=None, help="account ID for the fake job ARN (default: your own)")
     p.set_defaults(func=_agent_smoke)
 
-    p = sub.add_parser("train", help="launch a training job (offline: the stand-in's run) or attach to one")
+    p = _command(
+        sub,
+        "train",
+        "launch a training job (offline: the stand-in's run) or attach to one",
+        description="Launch a training job and wait for it (offline: the stand-in policy's run on the "
+        "local stack; live: a billed job, started only with --yes), or report on an existing one. "
+        "While it runs, a terminal shows a step bar with the latest reward and validation pass@1, "
+        "and one line per step; the tables at the end are printed either way.",
+    )
     p.add_argument("--runtime-arn", type=_ARN, default=None, help="AgentCore runtime ARN (default: the course's)")
     p.add_argument("--role-arn", type=_ARN, default=None, help="training job role ARN (default: the course's)")
-    p.add_argument("--train-uri", type=_S3_URI, default=None, help="s3:// URI of the training dataset")
-    p.add_argument("--val-uri", type=_S3_URI, default=None, help="s3:// URI of the validation dataset")
+    p.add_argument(
+        "--train-uri", type=_S3_URI, default=None, help="s3:// URI of the training dataset (default: the course's)"
+    )
+    p.add_argument(
+        "--val-uri", type=_S3_URI, default=None, help="s3:// URI of the validation dataset (default: the course's)"
+    )
     p.add_argument("--mlflow-app-arn", type=_ARN, default=None, help="MLflow app ARN (default: the course's)")
     p.add_argument(
         "--output-uri", type=_S3_URI, default=None, help="s3:// output path (default: under the course prefix)"
@@ -719,7 +892,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-steps",
         type=_whole_number(1, why=" (the service trains at least one step)"),
         default=None,
-        help="override max_steps (at least 1)",
+        help="training steps, at least 1 (default: the course's recipe for the mode)",
     )
     p.add_argument("--yes", action="store_true", help="live: really start the job (it bills tokens for hours)")
     p.add_argument(
@@ -732,26 +905,32 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="JOB_NAME",
         type=_text("job name"),
         default=None,
-        help="report on an existing job instead of starting one",
+        help="report on an existing job instead of starting one (default: start one)",
     )
     p.add_argument("--wait", action="store_true", help="with --attach: wait for the job to end first")
     p.set_defaults(func=_train)
 
-    p = sub.add_parser("evaluate", help="evaluation jobs, one at a time: base and trained at chosen temperatures")
+    p = _command(sub, "evaluate", "evaluation jobs, one at a time: base and trained at chosen temperatures")
     p.add_argument(
         "--runs",
         nargs="+",
         type=_run_spec,
         required=True,
         metavar="MODEL:TEMPERATURE",
-        help="e.g. base:0 base:1.0 trained:1.0 (trained = --job, default the newest completed training job)",
+        help="required; e.g. base:0 base:1.0 trained:1.0 (trained = --job, by default the newest completed "
+        "training job)",
     )
     p.add_argument("--effort", choices=["low", "medium", "high"], default="low", help="the runtime's REASONING_EFFORT")
-    p.add_argument("--job", type=_text("job name"), default=None, help="the training job whose model 'trained' means")
+    p.add_argument(
+        "--job",
+        type=_text("job name"),
+        default=None,
+        help="the training job whose model 'trained' means (default: the newest completed one)",
+    )
     p.add_argument("--group-size", type=_whole_number(1), default=1, help="rollouts per word (eval_group_size)")
     p.set_defaults(func=_evaluate)
 
-    p = sub.add_parser("jobs", help="list training and evaluation jobs, newest first")
+    p = _command(sub, "jobs", "list training and evaluation jobs, newest first")
     p.add_argument(
         "--limit",
         type=_whole_number(1, JOB_LIST_MAX),
@@ -760,33 +939,56 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_jobs)
 
-    p = sub.add_parser(
-        "cleanup", help="find everything the course created (by tag and prefix) and delete it on confirmation"
+    p = _command(
+        sub,
+        "cleanup",
+        "find everything this run of the course created (by tag and prefix) and delete it on confirmation",
+        description="Find everything this run of the course created (by tag and prefix), list it with "
+        "what still bills, and delete it on confirmation. Three ways to run it: with no flag it lists, "
+        "then asks 'delete? (type yes)' when run in a terminal and deletes nothing otherwise; "
+        "--dry-run lists and shows the deletion steps in order, never asks and deletes nothing; "
+        "--yes deletes without asking (for scripts).",
     )
-    p.add_argument("--yes", action="store_true", help="delete what was found (default: list only)")
-    p.add_argument("--dry-run", action="store_true", help="show what would be deleted, delete nothing")
+    # Not an argparse mutually exclusive group: its error names neither flag's meaning.
+    p.add_argument("--yes", action="store_true", help="delete what was found without asking")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list what would be deleted and the steps, in order; never ask, delete nothing",
+    )
     p.set_defaults(func=_cleanup)
 
-    lab_actions = sub.add_parser("lab", help="the lab path: use an instructor's run").add_subparsers(
+    lab_actions = _command(sub, "lab", "the lab path: use an instructor's run").add_subparsers(
         dest="action", required=True
     )
-    p = lab_actions.add_parser(
-        "attach", help="find an instructor's run by run id or job name; notebooks 06 and 07 then use it"
+    p = _command(
+        lab_actions, "attach", "find an instructor's run by run id or job name; notebooks 06 and 07 then use it"
     )
-    p.add_argument("run_or_job", metavar="RUN_ID_OR_JOB_NAME")
+    p.add_argument("run_or_job", metavar="RUN_ID_OR_JOB_NAME", help="the instructor's run id or training job name")
     p.set_defaults(func=_lab_attach)
 
-    nbs = sub.add_parser("notebooks", help="execute the notebooks offline, or sync their banners").add_subparsers(
+    nbs = _command(sub, "notebooks", "execute the notebooks offline, or sync their banners").add_subparsers(
         dest="action", required=True
     )
-    p = nbs.add_parser("run", help="execute notebooks in fresh offline kernels and store their outputs")
+    p = _command(
+        nbs,
+        "run",
+        "execute notebooks in fresh offline kernels and store their outputs (rewrites the committed "
+        "notebooks unless --no-store)",
+    )
     p.add_argument(
         "notebooks", nargs="*", help="numbers (05), file names or _template (default: all, then the template)"
     )
     p.add_argument("--timeout", type=_whole_number(1), default=600, help="seconds allowed per cell")
     p.add_argument("--no-store", action="store_true", help="only check that they run; leave the files alone")
+    p.add_argument(
+        "--record-times",
+        action="store_true",
+        help="maintainers: write each notebook's measured time into the catalog's offline_seconds "
+        "(catalog.py), then sync the banners and README table",
+    )
     p.set_defaults(func=_notebooks_run)
-    p = nbs.add_parser("sync", help="rewrite banners, next cells and the README table from the catalog")
+    p = _command(nbs, "sync", "rewrite banners, next cells and the README table from the catalog")
     p.add_argument("--check", action="store_true", help="only report what is out of date (exit 1 if anything is)")
     p.set_defaults(func=_notebooks_sync)
     return parser

@@ -7,8 +7,8 @@ them into the files, so the notebooks and the README cannot drift apart. Edit an
 `mtrl notebooks sync`, commit both.
 
 Rules for the text:
-- Every number is either measured by this repository (offline times, from `mtrl notebooks run`)
-  or cited to its source ("AWS walkthrough" = the SageMaker AI multi-turn RL walkthrough with
+- Every number is either measured by this repository (offline times: a maintainer runs
+  `mtrl notebooks run --record-times`, which writes them below; never typed by hand) or cited to its source ("AWS walkthrough" = the SageMaker AI multi-turn RL walkthrough with
   Wordle). Token prices are not in our sources: never write one here.
 - Say "no charge" only where it is true (IAM, read-only calls, deletions).
 """
@@ -16,7 +16,7 @@ Rules for the text:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -58,8 +58,8 @@ class Entry:
     title: str
     summary: str  # one line: what the learner does
     modes: tuple[str, ...]  # (OFFLINE, LIVE), or (OFFLINE,) when there is no live part
-    # Fresh-kernel offline run, measured with `mtrl notebooks run` on the 2-CPU machine;
-    # None until measured (the banner then says so).
+    # Fresh-kernel offline run in seconds, written by `mtrl notebooks run --record-times` on the
+    # 2-CPU machine (`record_offline_seconds`); None until measured (the banner then says so).
     offline_seconds: int | None
     live_time: str | None  # None when there is no live part
     live_cost: str | None
@@ -308,6 +308,67 @@ NOTEBOOKS: tuple[Entry, ...] = (
 )
 
 _BY_NN = {entry.nn: entry for entry in NOTEBOOKS}
+CATALOG_FILE = Path(__file__)
+_ENTRY_START = re.compile(r"^    Entry\(\s*$", re.M)
+_NN_FIELD = re.compile(r'^\s*nn="(\d\d)",\s*$', re.M)
+_SECONDS_FIELD = re.compile(r"^(\s*offline_seconds=)(None|\d+)(,\s*)$", re.M)
+
+
+def with_offline_seconds(text: str, measured: dict[str, int]) -> tuple[str, dict[str, int | None]]:
+    """`text` (this file's source) with `offline_seconds` of each entry in `measured` replaced.
+
+    Returns the new text and each changed entry's previous value. Only the number is rewritten,
+    so entries other people edit merge cleanly. ValueError names an entry that is missing or has
+    no single `offline_seconds=` line, or a time that is not a positive whole number.
+    """
+    for nn, seconds in measured.items():
+        if not NN_PATTERN.match(nn):
+            raise ValueError(f"notebook number {nn!r} is not two digits")
+        if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds <= 0:
+            raise ValueError(f"offline_seconds for {nn} must be a positive whole number, got {seconds!r}")
+    starts = [m.start() for m in _ENTRY_START.finditer(text)] + [len(text)]
+    blocks = {}
+    for begin, end in zip(starts, starts[1:]):
+        found = _NN_FIELD.search(text, begin, end)
+        if found:
+            blocks[found.group(1)] = (begin, end)
+    previous: dict[str, int | None] = {}
+    pieces, cursor = [], 0
+    for nn in sorted(measured, key=lambda n: blocks.get(n, (-1,))[0]):
+        if nn not in blocks:
+            raise ValueError(f'no catalog entry with nn="{nn}" in {CATALOG_FILE.name}')
+        begin, end = blocks[nn]
+        fields = list(_SECONDS_FIELD.finditer(text, begin, end))
+        if len(fields) != 1:
+            raise ValueError(f"catalog entry {nn} needs exactly one `offline_seconds=` line, found {len(fields)}")
+        field = fields[0]
+        old = None if field.group(2) == "None" else int(field.group(2))
+        if old != measured[nn]:
+            previous[nn] = old
+        pieces += [text[cursor : field.start(2)], str(measured[nn])]
+        cursor = field.end(2)
+    pieces.append(text[cursor:])
+    return "".join(pieces), previous
+
+
+def record_offline_seconds(measured: dict[str, int], path: Path | None = None) -> dict[str, int | None]:
+    """Write measured offline times (`nn -> seconds`) into the catalog's source; returns the old values that changed.
+
+    The maintainer's side of the timing claims (`mtrl notebooks run --record-times`): the
+    banners and the README then state what was measured, never a number typed by hand.
+    """
+    global NOTEBOOKS, _BY_NN
+    target = CATALOG_FILE if path is None else path
+    text = target.read_text(encoding="utf-8")
+    updated, previous = with_offline_seconds(text, measured)
+    if updated != text:
+        target.write_text(updated, encoding="utf-8")
+    # This process renders from the new numbers too (a sync right after must not undo them).
+    NOTEBOOKS = tuple(
+        replace(entry, offline_seconds=measured[entry.nn]) if entry.nn in measured else entry for entry in NOTEBOOKS
+    )
+    _BY_NN = {entry.nn: entry for entry in NOTEBOOKS}
+    return previous
 
 
 def get(nn: str) -> Entry:

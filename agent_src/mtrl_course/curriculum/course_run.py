@@ -16,7 +16,7 @@ import os
 import time
 import warnings
 
-from mtrl_course import config
+from mtrl_course import config, progress
 
 BATCH_SIZE = 128  # the service's default global_batch_size; both splits must hold at least one
 # Stage 4's evaluation settings: sampled (how the model is served) and greedy (the training job's
@@ -123,7 +123,8 @@ def stage_reference_games(limit: int | None = None, summary_out: dict | None = N
     _banner("3. Held-out games through the real rollout handler (reference solver as the policy)")
     words = split_words("validation")[:limit] if limit else split_words("validation")
     start = time.perf_counter()
-    frame = local.play_through_handler(words)
+    with progress.running(f"  playing {len(words)} games"):
+        frame = local.play_through_handler(words)
     elapsed = time.perf_counter() - start
     summary = solver.summarise(frame)
     if summary_out is not None:
@@ -153,7 +154,9 @@ def stage_offline_training(reference_solve_rate: float | None = None) -> bool:
     started = time.perf_counter()
     res = resources.prepare()
     trainer = training.make_trainer(res)
-    job = training.wait(training.launch(trainer), echo=False)
+    job = training.launch(trainer)
+    progress.watch_training(job, progress.OFFLINE_WATCH_POLL_S, indent="  ")
+    job = training.wait(job, echo=False)
     trained_in = time.perf_counter() - started
     plan = training.step_arithmetic(
         len(split_words("train")),
@@ -177,9 +180,15 @@ def stage_offline_training(reference_solve_rate: float | None = None) -> bool:
     )
     rows = []
     effort = resources.DEFAULT_REASONING_EFFORT
+    shown = progress.bar(total=2 * len(EVAL_TEMPERATURES), desc="  evaluation jobs", unit="job")
     for temperature in EVAL_TEMPERATURES:
         for model in (evaluation.BASE, job.job_name):
-            result = evaluation.evaluate(res, model, temperature=temperature, reasoning_effort=effort)
+            label = f"{'base' if model == evaluation.BASE else 'trained'} at T={temperature:g}"
+            shown.set_postfix_str(label, refresh=True)
+            with progress.ticking(shown):
+                result = evaluation.evaluate(res, model, temperature=temperature, reasoning_effort=effort)
+            progress.note(f"  evaluation {label}: solve rate {result['pass_at_1']:.1%}")
+            shown.update()
             rows.append(
                 {
                     "policy": "stand-in policy, " + ("base" if model == evaluation.BASE else "trained"),
@@ -190,6 +199,7 @@ def stage_offline_training(reference_solve_rate: float | None = None) -> bool:
                     "job created by": result["via"],
                 }
             )
+    shown.close()
     if reference_solve_rate is not None:
         rows.append(
             {
@@ -264,6 +274,7 @@ def _print_rows(rows: list[dict]) -> None:
 
 
 def run(limit: int | None = None, *, train: bool = True) -> int:
+    started = time.perf_counter()
     logging.basicConfig(level=logging.WARNING)
     quiet()
     print(f"MTRL Wordle course, mode: {config.MODE.value}")
@@ -274,6 +285,8 @@ def run(limit: int | None = None, *, train: bool = True) -> int:
     if train:
         ok &= stage_offline_training(reference.get("solve_rate"))
     print()
+    # The README's "how long make course takes" is this line's number (plus the notebook run's total).
+    print(f"wall time: {time.perf_counter() - started:.0f} s")
     print("course: OK" if ok else "course: FAILED (see the problems above)")
     return 0 if ok else 1
 

@@ -8,6 +8,11 @@ count is missing, so counts are part of the test) and strips what changes from r
 source in `metadata.mtrl.source_sha`, so a test can tell that a cell was edited after its outputs
 were stored.
 
+In a terminal the run shows a bar and one line per notebook as it finishes (stderr, see
+`mtrl_course.progress`); the table at the end is the same either way. When a notebook takes far
+longer (or shorter) than its banner says, the learner is told both times. The banners' times are
+written by a maintainer's `mtrl notebooks run --record-times` (`record_offline_seconds`).
+
 `sync()` rewrites the generated cells (the banner, tagged "banner"; the closing "next" cell,
 tagged "next") from `catalog`, and the README's notebook table between its markers. `run()`
 syncs first.
@@ -33,7 +38,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from mtrl_course import config
+from mtrl_course import config, progress
 from mtrl_course.curriculum import catalog
 from mtrl_course.notebook import BATCH_ENV_VAR, TEMPLATE_ID
 
@@ -377,15 +382,18 @@ def run(
     *,
     store: bool = True,
     sync_first: bool = True,
+    record_times: bool = False,
 ) -> list[dict[str, Any]]:
     """Execute notebooks in course order, each in a fresh offline kernel; store their outputs.
 
     `notebooks`: numbers ("05"), file names or paths; None runs every course notebook that
     exists, then the template. `store=False` only checks that they run (what `make course`
     wants: a learner's run must not rewrite committed files); it also skips the sync. Prints a
-    table (notebook, seconds, cells, status) and notes where a measured time differs from the
-    catalog. Stops at the first failing notebook and raises NotebookRunError, whose message
-    names the notebook, the cell and the error.
+    table (notebook, seconds, cells, status) and, for a learner, where a measured time is far
+    from the one the course states. `record_times` (maintainers) writes the measured times into
+    the catalog and syncs again (see `record_offline_seconds`). Stops at the first failing
+    notebook and raises NotebookRunError, whose message names the notebook, the cell and the
+    error; nothing is recorded then.
     """
     paths = resolve(notebooks)
     if sync_first and store:
@@ -397,7 +405,47 @@ def run(
     shutil.rmtree(config.BATCH_STATE_DIR, ignore_errors=True)
     config.BATCH_STATE_DIR.mkdir(parents=True, exist_ok=True)
     with _env(config.STATE_ENV_VAR, str(config.BATCH_STATE_DIR)):
-        return _run_paths(paths, timeout, store)
+        results = _run_paths(paths, timeout, store)
+    if record_times:
+        record_offline_seconds(results, sync_after=store)
+    return results
+
+
+def measured_offline_seconds(results: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """`nn -> whole seconds` for the catalog notebooks that ran to the end (the template has no entry)."""
+    measured = {}
+    for row in results:
+        nn = notebook_id(config.NOTEBOOKS_DIR / row["notebook"])
+        if nn is not None and row["status"] == "ok" and row["seconds"] is not None:
+            # At least 1: the catalog refuses 0, and a notebook never takes no time.
+            measured[nn] = max(1, round(row["seconds"]))
+    return measured
+
+
+def record_offline_seconds(results: Sequence[dict[str, Any]], *, sync_after: bool = True) -> dict[str, int]:
+    """Write the measured times of `results` into catalog.py's offline_seconds; returns what was written.
+
+    With `sync_after`, the banners and the README table are then synced from the new numbers.
+    """
+    measured = measured_offline_seconds(results)
+    if not measured:
+        print("record-times: no catalog notebook ran to the end; nothing recorded")
+        return measured
+    changes = catalog.record_offline_seconds(measured)
+    for nn, seconds in measured.items():
+        before = changes.get(nn, seconds)
+        change = "unchanged" if before == seconds else f"was {before}"
+        print(f"record-times: {catalog.get(nn).filename}: offline_seconds={seconds} ({change})")
+    print(
+        f"record-times: the banners say these times were taken on {catalog.OFFLINE_TESTED_ON}: record on such "
+        "a machine, or change OFFLINE_TESTED_ON in catalog.py to what this one is"
+    )
+    if sync_after:
+        for message in sync(course_notebooks()):
+            print(f"sync: {message}")
+    else:
+        print("record-times: run `mtrl notebooks sync` to carry them into the banners and the README table")
+    return measured
 
 
 @contextlib.contextmanager
@@ -415,22 +463,57 @@ def _env(name: str, value: str) -> Iterator[None]:
 
 def _run_paths(paths: Sequence[Path], timeout: int, store: bool) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
-    for path in paths:
-        try:
-            results.append(execute(path, timeout, store=store))
-        except NotebookRunError as err:
-            results.extend(err.results)
-            results.extend(
-                {"notebook": p.name, "seconds": None, "cells": None, "stderr cells": None, "status": "not run"}
-                for p in paths[len(results) :]
-            )
-            print_results(results)
-            raise NotebookRunError(str(err), results) from err
-    print_results(results)
+    # Progress (stderr, terminals only): a bar over the notebooks whose clock moves while one
+    # runs, and a line for each as it finishes; the table below is printed either way.
+    with progress.bar(total=len(paths), desc="notebooks", unit="notebook") as shown, progress.ticking(shown):
+        for path in paths:
+            shown.set_postfix_str(path.name, refresh=True)
+            try:
+                results.append(execute(path, timeout, store=store))
+            except NotebookRunError as err:
+                progress.note(f"{path.name}: FAILED after {err.results[-1]['seconds']} s")
+                results.extend(err.results)
+                results.extend(
+                    {"notebook": p.name, "seconds": None, "cells": None, "stderr cells": None, "status": "not run"}
+                    for p in paths[len(results) :]
+                )
+                shown.close()
+                print_results(results, store=store)
+                raise NotebookRunError(str(err), results) from err
+            progress.note(f"{path.name}: ok in {results[-1]['seconds']} s")
+            shown.update()
+    print_results(results, store=store)
     return results
 
 
-def print_results(results: Sequence[dict[str, Any]]) -> None:
+# A measured time is worth a learner's attention only when it is far from the stated one: a
+# loaded or slower machine is expected to differ by some seconds.
+TIME_NOTE_FACTOR = 2.0
+TIME_NOTE_MIN_GAP_S = 30
+
+
+def time_note(notebook: str, measured_s: float, stated_s: int | None) -> str | None:
+    """The learner's note when a notebook's time here is far from the course's; None otherwise."""
+    if stated_s is None or measured_s <= 0:
+        return None
+    gap = abs(measured_s - stated_s)
+    ratio = max(measured_s, stated_s) / max(1, min(measured_s, stated_s))
+    if gap < TIME_NOTE_MIN_GAP_S or ratio < TIME_NOTE_FACTOR:
+        return None
+    direction = "longer" if measured_s > stated_s else "less time"
+    why = (
+        "a busier or slower machine takes longer, and nothing is wrong"
+        if measured_s > stated_s
+        else "this machine is faster than the one the course was timed on"
+    )
+    return (
+        f"note: {notebook} took {measured_s:.0f} s here ({catalog.format_offline_time(round(measured_s))}); "
+        f"the course says {catalog.format_offline_time(stated_s)}, measured on {catalog.OFFLINE_TESTED_ON}. "
+        f"It took {direction} here: {why}."
+    )
+
+
+def print_results(results: Sequence[dict[str, Any]], *, store: bool = True) -> None:
     import pandas as pd
 
     if not results:
@@ -443,27 +526,27 @@ def print_results(results: Sequence[dict[str, Any]]) -> None:
     for row in results:
         if row["status"] != "ok":
             continue
-        if row["stderr cells"]:
+        if row["stderr cells"] and store:
+            # Only when storing: stored stderr fails the hygiene tests, which is the maintainer's
+            # concern; a learner's check run (--no-store) changes no file.
             print(
                 f"note: {row['notebook']}: {row['stderr cells']} cell(s) wrote to stderr; quiet them or tag them {STDERR_OK_TAG}"
             )
         nn = notebook_id(config.NOTEBOOKS_DIR / row["notebook"])
         if nn is None:
             continue
-        recorded = catalog.get(nn).offline_seconds
-        measured = catalog.format_offline_time(round(row["seconds"]))
-        if catalog.format_offline_time(recorded) != measured:
-            print(
-                f"note: {row['notebook']} took {row['seconds']} s ({measured}); the catalog says "
-                f"{catalog.format_offline_time(recorded)}: update offline_seconds in catalog.py"
-            )
+        note = time_note(row["notebook"], row["seconds"], catalog.get(nn).offline_seconds)
+        if note:
+            print(note)
 
 
 # ------------------------------------------------------------------------------- commands
-def run_command(notebooks: Sequence[str] | None = None, timeout: int = CELL_TIMEOUT, store: bool = True) -> int:
-    """`mtrl notebooks run [NN ...] [--no-store]`: exit status 0, or 1 after naming the failing cell."""
+def run_command(
+    notebooks: Sequence[str] | None = None, timeout: int = CELL_TIMEOUT, store: bool = True, record_times: bool = False
+) -> int:
+    """`mtrl notebooks run [NN ...] [--no-store] [--record-times]`: exit status 0, or 1 after naming the failing cell."""
     try:
-        run(notebooks, timeout, store=store)
+        run(notebooks, timeout, store=store, record_times=record_times)
     except (NotebookRunError, FileNotFoundError, KeyError, ValueError) as err:
         print(f"notebooks: FAILED\n{err}")
         return 1
