@@ -231,13 +231,15 @@ def test_printed_forms_mask_real_accounts():
 
 
 def test_the_command_lists_then_deletes_with_yes(offline, tmp_path, capsys, monkeypatch):
+    from mtrl_course import cli
+
     monkeypatch.setattr(cleanup, "_session", lambda session: offline)
-    assert cleanup.command() == 0 and "nothing of this run's was found" in capsys.readouterr().out
+    assert cli.main(["cleanup"]) == 0 and "nothing of this run's was found" in capsys.readouterr().out
     iam.ensure_job_role(session=offline)
-    assert cleanup.command(yes=True, dry_run=True) == 0
+    assert cli.main(["cleanup", "--dry-run"]) == 0
     assert "dry run: nothing deleted" in capsys.readouterr().out
     assert iam.role_exists("mtrl-wordle-job-role-offline", session=offline)
-    assert cleanup.command(yes=True) == 0
+    assert cli.main(["cleanup", "--yes"]) == 0
     assert "clean: nothing of the course's is left" in capsys.readouterr().out
     assert not iam.role_exists("mtrl-wordle-job-role-offline", session=offline)
 

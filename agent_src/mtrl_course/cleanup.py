@@ -794,37 +794,3 @@ def verify_empty(session: Any | None = None) -> Any:
     """Discover again; the rows still there (an empty frame once everything is gone)."""
     frame = discover(session)
     return frame[frame[RESOURCE].notna()].reset_index(drop=True)
-
-
-# ---------------------------------------------------------------------------------------- the CLI
-def command(yes: bool = False, dry_run: bool = False) -> int:
-    """`mtrl cleanup [--yes] [--dry-run]`: list everything, delete with --yes, then verify.
-
-    Exit status 0 when nothing is left (or on a dry run), 1 when something could not be deleted.
-    """
-    import pandas as pd
-
-    found = discover()
-    with pd.option_context("display.width", 160, "display.max_colwidth", 70):
-        left_alone = not_touched()
-        print(f"run {naming.run_id()}: left alone on purpose:")
-        print(left_alone.to_string(index=False))
-        print()
-        if found.empty:
-            print("nothing of this run's was found in this account and Region")
-            return 0
-        print(as_table(found).to_string(index=False))
-    if dry_run or not yes:
-        print(
-            f"\ndry run: nothing deleted. Run `mtrl cleanup --yes` to delete the {found[RESOURCE].notna().sum()} resource(s) above."
-        )
-        return 0
-    print()
-    delete(found, confirm=True)
-    left = verify_empty()
-    if left.empty:
-        print("\nclean: nothing of the course's is left")
-        return 0
-    print("\nstill there:")
-    print(as_table(left).to_string(index=False))
-    return 1
