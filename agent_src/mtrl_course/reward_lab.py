@@ -132,12 +132,16 @@ def _clue_consistent_words(history: Sequence[tuple[str, list[str]]]) -> list[str
     return [allowed[i] for i in np.flatnonzero(fits)]
 
 
+STALL_POOL = 30
+
+
 def play_with_extra_guesses(
     answer: str, extra: int, *, solver: EntropySolver | None = None, rng: np.random.Generator | None = None
 ) -> WordleGame:
     """The reference solver, made to stall: each time it would guess the answer while stalls are
-    still owed, it plays a different clue-consistent dictionary word instead (a careful guess that
-    keeps every green and yellow, so the shaping pays it the valid-guess bonus).
+    still owed, it plays another word instead, the one the shaping pays most for (among the
+    unplayed words that fit every clue and STALL_POOL random dictionary words). That is the stall
+    a policy farming the shaping would learn.
 
     With `extra` = 0 this is the solver's own game. Stalls that push it past six guesses lose.
     """
@@ -151,13 +155,28 @@ def play_with_extra_guesses(
         history = _history(game)
         word = solver.next_guess(history)
         if word == game.answer and owed:
-            pool = [w for w in _clue_consistent_words(history) if w != game.answer and w not in game.guesses]
-            if not pool:  # nothing consistent left: any unplayed dictionary word stalls too
-                pool = [w for w in sorted(ALLOWED) if w != game.answer and w not in game.guesses]
-            word = pool[int(rng.integers(len(pool)))]
+            word = _best_stall(game, history, rng)
             owed -= 1
         game.guess(word)
     return game
+
+
+def _best_stall(game: WordleGame, history: Sequence[tuple[str, list[str]]], rng: np.random.Generator) -> str:
+    allowed = sorted(ALLOWED)
+    pool = set(_clue_consistent_words(history)) | {allowed[i] for i in rng.choice(len(allowed), STALL_POOL, replace=False)}
+    pool -= {game.answer, *game.guesses}
+    known = RuleKnowledge(COURSE_RULE)
+    for word, marks in history:
+        known.update(word, marks)
+    tried = set("".join(game.guesses))
+    turn = len(game.guesses) + 1
+
+    def points(word: str) -> float:
+        copy = RuleKnowledge(COURSE_RULE, list(known.greens), dict(known.min_counts), set(known.grays),
+                             {c: set(p) for c, p in known.not_at.items()})
+        return sum(_guess_points(word, game.answer, turn, copy, tried))
+
+    return max(sorted(pool), key=points)
 
 
 def extra_guess_games(words: Sequence[str], extras: Sequence[int] = (0, 1, 2, 3), seed: int = 0) -> pd.DataFrame:
@@ -191,6 +210,32 @@ def plausible_games(n: int, seed: int = 0, openers: int = 20, answers: Sequence[
             game.guess(left[int(rng.integers(len(left)))] if left else game.answer)
         games.append(game)
     return games
+
+
+def play_standin(
+    adapter: Any, tasks: Sequence[str], *, rollouts: int, temperature: float, seed: int, effort: str = "low"
+) -> list[tuple[str, WordleGame]]:
+    """(task id, game) for every task played `rollouts` times by a stand-in adapter through the
+    real rollout handler (`local.StandInPlayer`), at `temperature` and reasoning `effort`."""
+
+    from wordle_agent import rollout
+
+    from mtrl_course import config, local
+
+    if rollouts < 1:
+        raise ValueError(f"rollouts must be at least 1; got {rollouts}")
+    account = local.backend().account
+    player = local.StandInPlayer(adapter, seed=seed, job_arn=f"arn:aws:sagemaker:us-east-1:{account}:job/AgentRFTEvaluation/reward-lab-{seed}")
+    played: list[tuple[str, WordleGame]] = []
+    with config.environment({rollout.REASONING_EFFORT_ENV: effort}), rollout.use_game_observer(
+        lambda task_id, game: played.append((task_id, game))
+    ):
+        for i, task in enumerate(tasks):
+            for r in range(rollouts):
+                player.play(f"lab-{seed}-{i:04d}-{r:02d}", task, rng_key=[7, seed, i, r], temperature=temperature)
+    if len(played) != len(tasks) * rollouts:
+        raise RuntimeError(f"expected {len(tasks) * rollouts} games, observed {len(played)}")
+    return played
 
 
 # --- GRPO's view of a reward ------------------------------------------------------------------------

@@ -254,13 +254,15 @@ NOTEBOOKS: tuple[Entry, ...] = (
         nn="09",
         slug="designing_the_reward",
         title="Deep dive: designing the reward",
-        summary="Why a summed per-guess reward paid lost games and ranked fast solves below slow "
-        "ones, and how an outcome-dominant reward with clipped shaping fixes both.",
+        summary="Score real games with the first, summed reward (lost games paid, slow solves "
+        "ranked first), rebuild the single-weight fix and let hypothesis find its overlap, watch "
+        "zero-advantage groups and a saturated clip, catch a knowledge-state bug with a "
+        "differential test, and train the stand-in on outcome-only, tiered and legacy rewards.",
         modes=_NO_LIVE_PART,
-        offline_seconds=None,
+        offline_seconds=90,
         live_time=None,
         live_cost=None,
-        prerequisites=("00",),
+        prerequisites=("00", "05"),
     ),
     Entry(
         nn="10",
