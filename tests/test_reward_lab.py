@@ -46,11 +46,13 @@ def test_reward_table_labels_outcomes():
 
 
 @pytest.mark.parametrize("k", [0, 1, 2])
-def test_stalling_solver_solves_k_guesses_later(k):
+def test_stalling_solver_stalls_k_times_after_its_opener(k):
     base = L.play_with_extra_guesses("CRANE", 0)
     game = L.play_with_extra_guesses("CRANE", k)
-    assert game.solved and len(game.guesses) == len(base.guesses) + k
-    assert len(set(game.guesses)) == len(game.guesses)  # stalls are new words, never repeats
+    assert game.solved and game.guesses[0] == base.guesses[0] and "CRANE" not in game.guesses[1 : k + 1]
+    assert len(game.guesses) > k + 1 and len(set(game.guesses)) == len(game.guesses)
+    # each stall is the best-paid word on offer, so it collects shaping instead of penalties
+    assert all(e.delta > 0 for e in game.events[1 : k + 1])
 
 
 def test_stalling_past_six_guesses_loses_and_bad_k_is_refused():

@@ -259,7 +259,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         "zero-advantage groups and a saturated clip, catch a knowledge-state bug with a "
         "differential test, and train the stand-in on outcome-only, tiered and legacy rewards.",
         modes=_NO_LIVE_PART,
-        offline_seconds=90,
+        offline_seconds=80,
         live_time=None,
         live_cost=None,
         prerequisites=("00", "05"),
