@@ -254,10 +254,8 @@ NOTEBOOKS: tuple[Entry, ...] = (
         nn="09",
         slug="designing_the_reward",
         title="Deep dive: designing the reward",
-        summary="Score real games with the first, summed reward (lost games paid, slow solves "
-        "ranked first), rebuild the single-weight fix and let hypothesis find its overlap, watch "
-        "zero-advantage groups and a saturated clip, catch a knowledge-state bug with a "
-        "differential test, and train the stand-in on outcome-only, tiered and legacy rewards.",
+        summary="Why a summed per-guess reward paid lost games and ranked fast solves below slow "
+        "ones, and how an outcome-dominant reward with clipped shaping fixes both.",
         modes=_NO_LIVE_PART,
         offline_seconds=80,
         live_time=None,
