@@ -128,7 +128,9 @@ def test_course_rule_rescoring_matches_the_game_on_plausible_play():
 @settings(max_examples=40, deadline=None)
 @given(
     st.sampled_from(ANSWERS),
-    st.lists(st.sampled_from(["SLATE", "EERIE", "GEESE", "LEVEL", "SPEED", "ABIDE", "HEDGE", "xx", "QQQQQ"]), max_size=8),
+    st.lists(
+        st.sampled_from(["SLATE", "EERIE", "GEESE", "LEVEL", "SPEED", "ABIDE", "HEDGE", "xx", "QQQQQ"]), max_size=8
+    ),
 )
 def test_course_rule_rescoring_matches_the_game_on_any_calls(answer, calls):
     # differential test: the independent implementation must agree with the game on every call

@@ -174,7 +174,11 @@ def _best_stall(game: WordleGame, history: Sequence[tuple[str, list[str]]], rng:
 
     def points(word: str) -> float:
         copy = RuleKnowledge(
-            COURSE_RULE, list(known.greens), dict(known.min_counts), set(known.grays), {c: set(p) for c, p in known.not_at.items()}
+            COURSE_RULE,
+            list(known.greens),
+            dict(known.min_counts),
+            set(known.grays),
+            {c: set(p) for c, p in known.not_at.items()},
         )
         return sum(_guess_points(word, game.answer, turn, copy, tried))
 
@@ -227,10 +231,15 @@ def play_standin(
     if rollouts < 1:
         raise ValueError(f"rollouts must be at least 1; got {rollouts}")
     account = local.backend().account
-    player = local.StandInPlayer(adapter, seed=seed, job_arn=f"arn:aws:sagemaker:us-east-1:{account}:job/AgentRFTEvaluation/reward-lab-{seed}")
+    player = local.StandInPlayer(
+        adapter,
+        seed=seed,
+        job_arn=f"arn:aws:sagemaker:{config.OFFLINE_REGION}:{account}:job/AgentRFTEvaluation/reward-lab-{seed}",
+    )
     played: list[tuple[str, WordleGame]] = []
-    with config.environment({rollout.REASONING_EFFORT_ENV: effort}), rollout.use_game_observer(
-        lambda task_id, game: played.append((task_id, game))
+    with (
+        config.environment({rollout.REASONING_EFFORT_ENV: effort}),
+        rollout.use_game_observer(lambda task_id, game: played.append((task_id, game))),
     ):
         for i, task in enumerate(tasks):
             for r in range(rollouts):
@@ -530,6 +539,6 @@ def step_stats(games: Sequence[Any], task_ids: Sequence[str], per_step: int, gro
 
 def seed_spread(values: Sequence[float]) -> dict[str, float]:
     """Mean, sample standard deviation and count over seeds of one statistic."""
-    values = np.asarray(values, dtype=float)
-    sd = float(values.std(ddof=1)) if len(values) > 1 else math.nan
-    return {"mean": float(values.mean()), "sd": sd, "n": int(len(values))}
+    array = np.asarray(values, dtype=float)
+    sd = float(array.std(ddof=1)) if len(array) > 1 else math.nan
+    return {"mean": float(array.mean()), "sd": sd, "n": int(len(array))}
