@@ -225,7 +225,8 @@ class Lab:
         hp.update(OFFLINE_HYPERPARAMETERS)
         hp.update(overrides)
         self.runs += 1
-        name = f"lessons-{self.runs:03d}-s{seed}-{reward}"
+        # Job names allow no underscore ("outcome_only"): the ARN check refuses them.
+        name = f"lessons-{self.runs:03d}-s{seed}-{reward.replace('_', '-')}"
         prompts = {"train": train_rows or _rows("training"), "validation": _rows("validation")}
         job = MemoryJob(name, hp, prompts, self.account, self.tracking_uri)
         if start is not None:

@@ -257,10 +257,10 @@ NOTEBOOKS: tuple[Entry, ...] = (
         summary="Why a summed per-guess reward paid lost games and ranked fast solves below slow "
         "ones, and how an outcome-dominant reward with clipped shaping fixes both.",
         modes=_NO_LIVE_PART,
-        offline_seconds=None,
+        offline_seconds=50,
         live_time=None,
         live_cost=None,
-        prerequisites=("00",),
+        prerequisites=("00", "05"),
     ),
     Entry(
         nn="10",

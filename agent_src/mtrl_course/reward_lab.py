@@ -1,0 +1,544 @@
+"""The reward deep dive's bench (notebook 09): reward designs side by side, measured on real games.
+
+Everything here scores games played in the real `wordle_agent.game.WordleGame`; nothing asserts a
+number it did not compute. The pieces:
+
+- Designs: the tiered reward the agent reports (`game.final_reward`), the legacy summed design
+  (`reward.legacy_reward`), the tiers without shaping ("outcome only"), and the first fix with a
+  single shaping weight (`first_fix_reward`), rebuilt from the walkthrough's description.
+- Players: scripted games, the reference solver made to stall for k extra guesses before it
+  solves, and a "plausible" player that guesses a random word still consistent with the clues.
+- GRPO's view: the share of groups whose rewards all tie (zero advantage, nothing learned) and
+  the clipped shaping term, including how often it sits on its clip.
+- A second, independent implementation of the shaping score with a switch for one rule of the
+  knowledge state (what happens to a letter's extra copies once one copy is green), so the course
+  rule can be checked against the game and the walkthrough sample's rule compared with it.
+- Property checks: hypothesis searches for a game outcome that breaks a tier guarantee.
+- Training summaries: per-step behaviour of the games a training run played.
+
+The agent never imports this module; it only reads the agent's game and reward.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from wordle_agent import reward as R
+from wordle_agent.game import MAX_GUESSES, WordleGame, score_guess
+from wordle_agent.words import ALLOWED, ANSWERS, ENTROPY
+
+from mtrl_course.feedback_arrays import encode
+from mtrl_course.solver import EntropySolver, default_solver
+
+# --- Reward designs -------------------------------------------------------------------------------
+
+TIERED, OUTCOME_ONLY, LEGACY, FIRST_FIX = "tiered", "outcome_only", "legacy", "first_fix"
+DESIGNS = (OUTCOME_ONLY, TIERED, LEGACY, FIRST_FIX)
+# The first fix used one shaping weight for solves and losses. The walkthrough gives the weight
+# (0.15) and two rewards it produced (+1.45 for a guess-3 solve, +1.25 for a guess-2 solve); both
+# fit tiers that start at 1.0 (1.30 + 0.15 and 1.40 - 0.15), so 1.0 is the base we rebuild it
+# with. That base is our inference from those two numbers, not a documented constant.
+FIRST_FIX_WEIGHT = 0.15
+FIRST_FIX_BASE = 1.0
+
+
+def _played(game: Any) -> int:
+    """Valid guesses the policy itself made (a curriculum's seeded guesses do not count)."""
+    return len(game.guesses) - int(getattr(game, "seeded", 0))
+
+
+def first_fix_reward(
+    solved: bool, n_guesses: int, score: float, *, weight: float = FIRST_FIX_WEIGHT, base: float = FIRST_FIX_BASE
+) -> float:
+    """The first fix: tiers plus `weight` x clipped shaping for solves and losses alike."""
+    if not 0 <= n_guesses <= MAX_GUESSES:
+        raise ValueError(f"n_guesses must be between 0 and {MAX_GUESSES}; got {n_guesses!r}")
+    if n_guesses == 0:
+        return R.NO_PLAY_REWARD
+    shaping = weight * R.clipped_shaping(score)
+    if solved:
+        return base + R.SPEED_BONUS * (MAX_GUESSES - n_guesses) / (MAX_GUESSES - 1) + shaping
+    return R.LOSS_REWARD + shaping
+
+
+def design_reward(design: str, game: Any) -> float:
+    """The reward `design` pays for a finished game (tiered = what the agent reports)."""
+    n = len(game.guesses) if _played(game) > 0 else 0
+    if design == TIERED:
+        return R.outcome_reward(game.solved, n, game.score)
+    if design == OUTCOME_ONLY:
+        return R.outcome_reward(game.solved, n, 0.0)
+    if design == LEGACY:
+        return R.legacy_reward(game)
+    if design == FIRST_FIX:
+        return first_fix_reward(game.solved, n, game.score)
+    raise ValueError(f"unknown reward design {design!r}; choose one of {DESIGNS}")
+
+
+def outcome_label(game: Any) -> str:
+    """'solved on 3', 'lost' or 'no play'."""
+    if _played(game) == 0:
+        return "no play"
+    return f"solved on {len(game.guesses)}" if game.solved else "lost"
+
+
+def reward_table(games: Iterable[Any], designs: Sequence[str] = DESIGNS) -> pd.DataFrame:
+    """One row per game: answer, guesses, outcome, shaping score, and each design's reward."""
+    rows = []
+    for game in games:
+        row = {
+            "answer": game.answer,
+            "guesses": " ".join(game.guesses),
+            "outcome": outcome_label(game),
+            "n_guesses": len(game.guesses),
+            "score": float(game.score),
+        }
+        row.update({d: design_reward(d, game) for d in designs})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# --- Players ----------------------------------------------------------------------------------------
+
+
+def play_scripted(answer: str, guesses: Sequence[str]) -> WordleGame:
+    """A real game with these guesses, in order (the game stops taking them once it is over)."""
+    game = WordleGame(answer)
+    for word in guesses:
+        if game.over:
+            break
+        game.guess(word)
+    return game
+
+
+def _history(game: WordleGame) -> list[tuple[str, list[str]]]:
+    return [(w, score_guess(w, game.answer)) for w in game.guesses]
+
+
+STALL_POOL = 30
+
+
+def play_with_extra_guesses(
+    answer: str, extra: int, *, solver: EntropySolver | None = None, rng: np.random.Generator | None = None
+) -> WordleGame:
+    """The reference solver, made to stall: after its opener it plays `extra` guesses of its own
+    choosing first, each the word the shaping pays most for (among the unplayed words that break
+    no clue and STALL_POOL random dictionary words, never the answer), then solves as usual.
+    That is the stall a policy farming the shaping would learn: early guesses still earn the
+    valid-guess, new-letter and elimination bonuses.
+
+    With `extra` = 0 this is the solver's own game. Stalls that push it past six guesses lose.
+    """
+    if extra < 0:
+        raise ValueError(f"extra must be 0 or more; got {extra}")
+    solver = solver or default_solver()
+    rng = rng or np.random.default_rng(0)
+    game = WordleGame(answer)
+    owed = extra
+    while not game.over:
+        history = _history(game)
+        if history and owed:
+            word = _best_stall(game, history, rng)
+            owed -= 1
+        else:
+            word = solver.next_guess(history)
+        game.guess(word)
+    return game
+
+
+def _best_stall(game: WordleGame, history: Sequence[tuple[str, list[str]]], rng: np.random.Generator) -> str:
+    known = RuleKnowledge(COURSE_RULE)
+    for word, marks in history:
+        known.update(word, marks)
+    # Words that break no clue the shaping checks (greens kept, yellows used, no grays): the
+    # penalty-free stalls. A few random words join them, for the rare case none exists.
+    ok = np.ones(len(_ALLOWED_SORTED), dtype=bool)
+    for i, c in enumerate(known.greens):
+        if c is not None:
+            ok &= _ALLOWED_CODES[:, i] == ord(c) - 65
+    for c, n in known.yellow().items():
+        ok &= _ALLOWED_COUNTS[:, ord(c) - 65] >= n
+    for c in known.grays:
+        ok &= _ALLOWED_COUNTS[:, ord(c) - 65] == 0
+    pool = {_ALLOWED_SORTED[i] for i in np.flatnonzero(ok)}
+    pool |= {_ALLOWED_SORTED[i] for i in rng.choice(len(_ALLOWED_SORTED), STALL_POOL, replace=False)}
+    pool -= {game.answer, *game.guesses}
+    tried = set("".join(game.guesses))
+    turn = len(game.guesses) + 1
+
+    def points(word: str) -> float:
+        copy = RuleKnowledge(
+            COURSE_RULE,
+            list(known.greens),
+            dict(known.min_counts),
+            set(known.grays),
+            {c: set(p) for c, p in known.not_at.items()},
+        )
+        return sum(_guess_points(word, game.answer, turn, copy, tried))
+
+    return max(sorted(pool), key=points)
+
+
+def extra_guess_games(words: Sequence[str], extras: Sequence[int] = (0, 1, 2, 3), seed: int = 0) -> pd.DataFrame:
+    """`reward_table` of the stalling solver on every word for every k in `extras` (column `k`)."""
+    frames = []
+    for k in extras:
+        rng = np.random.default_rng([seed, k])
+        frame = reward_table(play_with_extra_guesses(w, k, rng=rng) for w in words)
+        frame.insert(0, "k", k)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def plausible_games(n: int, seed: int = 0, openers: int = 20, answers: Sequence[str] = ANSWERS) -> list[WordleGame]:
+    """`n` games of plausible play: one of the `openers` best openers, then each turn a uniformly
+    random answer still consistent with every clue (the game's own possibilities).
+
+    A human-like player who respects clues but does not optimise; used to count how often a
+    knowledge-state rule changes a reward on ordinary games.
+    """
+    if n < 1 or openers < 1:
+        raise ValueError(f"plausible_games needs n >= 1 and openers >= 1; got n={n}, openers={openers}")
+    rng = np.random.default_rng(seed)
+    best = sorted(ENTROPY, key=lambda w: (-ENTROPY[w], w))[:openers]
+    games = []
+    for _ in range(n):
+        game = WordleGame(answers[int(rng.integers(len(answers)))])
+        game.guess(best[int(rng.integers(len(best)))])
+        while not game.over:
+            left = [w for w in game.possibilities() if w not in game.guesses]
+            game.guess(left[int(rng.integers(len(left)))] if left else game.answer)
+        games.append(game)
+    return games
+
+
+def play_standin(
+    adapter: Any, tasks: Sequence[str], *, rollouts: int, temperature: float, seed: int, effort: str = "low"
+) -> list[tuple[str, WordleGame]]:
+    """(task id, game) for every task played `rollouts` times by a stand-in adapter through the
+    real rollout handler (`local.StandInPlayer`), at `temperature` and reasoning `effort`."""
+
+    from wordle_agent import rollout
+
+    from mtrl_course import config, local
+
+    if rollouts < 1:
+        raise ValueError(f"rollouts must be at least 1; got {rollouts}")
+    account = local.backend().account
+    player = local.StandInPlayer(
+        adapter,
+        seed=seed,
+        job_arn=f"arn:aws:sagemaker:{config.OFFLINE_REGION}:{account}:job/AgentRFTEvaluation/reward-lab-{seed}",
+    )
+    played: list[tuple[str, WordleGame]] = []
+    with (
+        config.environment({rollout.REASONING_EFFORT_ENV: effort}),
+        rollout.use_game_observer(lambda task_id, game: played.append((task_id, game))),
+    ):
+        for i, task in enumerate(tasks):
+            for r in range(rollouts):
+                player.play(f"lab-{seed}-{i:04d}-{r:02d}", task, rng_key=[7, seed, i, r], temperature=temperature)
+    if len(played) != len(tasks) * rollouts:
+        raise RuntimeError(f"expected {len(tasks) * rollouts} games, observed {len(played)}")
+    return played
+
+
+# --- GRPO's view of a reward ------------------------------------------------------------------------
+
+
+def zero_advantage_share(groups: Iterable[Sequence[float]], tol: float = 1e-9) -> float:
+    """Share of groups whose rewards all tie (within `tol`): their group advantages are all zero."""
+    flags = []
+    for group in groups:
+        values = list(group)
+        if not values:
+            raise ValueError("zero_advantage_share got an empty group")
+        flags.append(max(values) - min(values) <= tol)
+    if not flags:
+        raise ValueError("zero_advantage_share needs at least one group")
+    return float(np.mean(flags))
+
+
+def group_games(games: Iterable[Any], key: Callable[[Any], Any]) -> list[list[Any]]:
+    """Games grouped by `key` (for example the task id), in first-seen order."""
+    groups: dict[Any, list[Any]] = defaultdict(list)
+    for game in games:
+        groups[key(game)].append(game)
+    return list(groups.values())
+
+
+def zero_advantage_by_design(groups: Sequence[Sequence[Any]], designs: Sequence[str] = DESIGNS) -> dict[str, float]:
+    """For the same groups of games, the zero-advantage share under each design."""
+    return {d: zero_advantage_share([[design_reward(d, g) for g in group] for group in groups]) for d in designs}
+
+
+def shaping_terms(games: Iterable[Any]) -> pd.DataFrame:
+    """Per played game: outcome, the clipped shaping in [-1, 1], and whether it sits on the clip."""
+    rows = []
+    for game in games:
+        if _played(game) == 0:
+            continue
+        clipped = R.clipped_shaping(game.score)
+        rows.append(
+            {
+                "outcome": "solved" if game.solved else "lost",
+                "clipped_shaping": clipped,
+                "on_clip": abs(clipped) >= R.SHAPING_CLIP,
+                "weighted": clipped * (R.SOLVED_SHAPING_WEIGHT if game.solved else R.LOST_SHAPING_WEIGHT),
+            }
+        )
+    return pd.DataFrame(rows, columns=["outcome", "clipped_shaping", "on_clip", "weighted"])
+
+
+# --- The knowledge rule, implemented a second time -------------------------------------------------
+
+# The course: a letter with a green copy and more known copies keeps the extra copies as a yellow
+# requirement. The walkthrough's public sample: once any copy is green, the letter leaves the
+# yellow set, so the extra copy is forgotten by the possibilities and by the under-use penalty.
+COURSE_RULE, SAMPLE_RULE = "course", "sample"
+RULES = (COURSE_RULE, SAMPLE_RULE)
+_ANSWER_CODES = encode(ANSWERS)
+_ANSWER_COUNTS = np.stack([(_ANSWER_CODES == c).sum(axis=1) for c in range(26)], axis=1)
+_ALLOWED_SORTED = sorted(ALLOWED)
+_ALLOWED_CODES = encode(_ALLOWED_SORTED)
+_ALLOWED_COUNTS = np.stack([(_ALLOWED_CODES == c).sum(axis=1) for c in range(26)], axis=1)
+
+
+@dataclass
+class RuleKnowledge:
+    """Facts from feedback, kept as plain sets (no bitsets), with the yellow rule as a switch."""
+
+    rule: str
+    greens: list[str | None] = field(default_factory=lambda: [None] * 5)
+    min_counts: dict[str, int] = field(default_factory=dict)
+    grays: set[str] = field(default_factory=set)
+    not_at: dict[str, set[int]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.rule not in RULES:
+            raise ValueError(f"unknown knowledge rule {self.rule!r}; choose one of {RULES}")
+
+    def update(self, word: str, marks: Sequence[str]) -> None:
+        present: dict[str, int] = {}
+        for i, (c, m) in enumerate(zip(word, marks)):
+            if m == "G":
+                self.greens[i] = c
+            elif m == "Y":
+                self.not_at.setdefault(c, set()).add(i)
+            if m in "GY":
+                present[c] = present.get(c, 0) + 1
+        for c, n in present.items():
+            self.min_counts[c] = max(self.min_counts.get(c, 0), n)
+        self.grays |= {c for c, m in zip(word, marks) if m == "X" and c not in present}
+
+    def yellow(self) -> dict[str, int]:
+        """Letters the next guess must use, and how often (what the under-use penalty checks)."""
+        if self.rule == SAMPLE_RULE:
+            return {c: n for c, n in self.min_counts.items() if c not in self.greens}
+        return {c: n for c, n in self.min_counts.items() if n > self.greens.count(c)}
+
+    def required(self) -> dict[str, int]:
+        """Copies of each letter the answer must contain, as this rule remembers them."""
+        if self.rule == SAMPLE_RULE:
+            return {c: (self.greens.count(c) or n) for c, n in self.min_counts.items()}
+        return dict(self.min_counts)
+
+    def possibility_count(self) -> int:
+        ok = np.ones(len(ANSWERS), dtype=bool)
+        for i, c in enumerate(self.greens):
+            if c is not None:
+                ok &= _ANSWER_CODES[:, i] == ord(c) - 65
+        for c, positions in self.not_at.items():
+            for i in positions:
+                ok &= _ANSWER_CODES[:, i] != ord(c) - 65
+        for c, n in self.required().items():
+            ok &= _ANSWER_COUNTS[:, ord(c) - 65] >= n
+        for c in self.grays:
+            ok &= _ANSWER_COUNTS[:, ord(c) - 65] == 0
+        return int(ok.sum())
+
+
+def rescore(game: WordleGame, rule: str = COURSE_RULE) -> float:
+    """The game's shaping score recomputed from its calls alone, under knowledge rule `rule`.
+
+    An independent implementation of the shaping table (AGENT_SPEC section 3): it shares only the
+    constants and the feedback function with the game. Under COURSE_RULE it must equal
+    `game.score` for every game; that equality is the differential test that catches a knowledge
+    bug no training curve shows.
+    """
+    knowledge = RuleKnowledge(rule)
+    tried: set[str] = set()
+    score, turn = 0.0, 0
+    for event in game.events:
+        if event.kind == "prior":
+            knowledge.update(event.word, score_guess(event.word, game.answer))
+            tried |= set(event.word)
+            turn += 1
+            continue
+        raw = any(name == "raw_text" for name, _ in event.reasons)
+        points = [R.RAW_TEXT_PENALTY] if raw else []
+        if event.kind == "malformed":
+            score += R.MALFORMED_PENALTY
+            continue
+        turn += 1
+        if event.kind == "repeat":
+            points += [R.TIME_PENALTY, R.REPEAT_PENALTY]
+        elif event.kind == "solve":
+            points.append(R.TIME_PENALTY)
+        else:
+            points += _guess_points(event.word, game.answer, turn, knowledge, tried)
+            tried |= set(event.word)
+        score += sum(points)
+    return score
+
+
+def _guess_points(word: str, answer: str, turn: int, known: RuleKnowledge, tried: set[str]) -> list[float]:
+    points = [R.TIME_PENALTY, R.VALID_GUESS_BASE]
+    greens = [(i, g) for i, g in enumerate(known.greens) if g is not None]
+    points.append(R.GREEN_NOT_KEPT_PENALTY * sum(word[i] != g for i, g in greens))
+    yellow = known.yellow()
+    points.append(R.YELLOW_UNDERUSED_PENALTY * sum(word.count(c) < n for c, n in yellow.items()))
+    points.append(R.GRAY_USED_PENALTY * len(known.grays & set(word)))
+    points.append(R.GREEN_KEPT_PENALTY * sum(word[i] == g for i, g in greens))
+    points.append(R.YELLOW_REUSED_PENALTY * sum(c in word for c in yellow))
+    if turn == 1:
+        points.append(R.OPENER_ENTROPY_BONUS * ENTROPY.get(word, 0.0))
+    else:
+        points.append(R.NEW_LETTER_BONUS * len(set(word) - tried))
+    if word not in ALLOWED:
+        points.append(R.NOT_IN_DICTIONARY_PENALTY)
+    before = known.possibility_count()
+    known.update(word, score_guess(word, answer))
+    if turn > 1 and before:
+        points.append(R.ELIMINATION_BONUS * (before - known.possibility_count()) / before)
+    return points
+
+
+def rule_comparison(games: Iterable[WordleGame]) -> pd.DataFrame:
+    """Per game: the game's score, both independent rescorings, and the tiered reward under each rule."""
+    rows = []
+    for game in games:
+        n = len(game.guesses) if _played(game) > 0 else 0
+        course, sample = rescore(game, COURSE_RULE), rescore(game, SAMPLE_RULE)
+        rows.append(
+            {
+                "answer": game.answer,
+                "guesses": " ".join(game.guesses),
+                "game_score": float(game.score),
+                "course_rule_score": course,
+                "sample_rule_score": sample,
+                "reward_course_rule": R.outcome_reward(game.solved, n, course),
+                "reward_sample_rule": R.outcome_reward(game.solved, n, sample),
+            }
+        )
+    frame = pd.DataFrame(rows)
+    if not frame.empty:
+        frame["course_rule_matches_game"] = np.isclose(frame["course_rule_score"], frame["game_score"], atol=1e-9)
+        frame["reward_changes"] = ~np.isclose(frame["reward_course_rule"], frame["reward_sample_rule"], atol=1e-12)
+    return frame
+
+
+# --- Guarantees, searched by hypothesis ------------------------------------------------------------
+
+Reward = Callable[[bool, int, float], float]
+
+
+def final_design(solved: bool, n_guesses: int, score: float) -> float:
+    """The reward the agent reports (`reward.outcome_reward`), in the shape `find_violation` takes."""
+    return R.outcome_reward(solved, n_guesses, score)
+
+
+def _faster_loses(reward: Reward) -> Callable[[tuple[int, float, float]], bool]:
+    return lambda t: reward(True, t[0], t[1]) <= reward(True, t[0] + 1, t[2])
+
+
+GUARANTEES: dict[str, str] = {
+    "a faster solve beats a slower one": "solve on n (shaping a) <= solve on n+1 (shaping b)",
+    "every solve clears the 1.0 success threshold": "some solve pays below SUCCESS_THRESHOLD",
+    "every loss is below zero and above no-play": "some loss pays >= 0 or <= NO_PLAY_REWARD",
+}
+
+
+def find_violation(reward: Reward, guarantee: str, max_examples: int = 200) -> tuple[Any, ...] | None:
+    """A game outcome (guess count(s) and shaping scores) breaking `guarantee`, or None if
+    hypothesis finds none in `max_examples` tries. Scores range over +-3 x SHAPING_SCALE, so the
+    clip is exercised in both directions.
+    """
+    from hypothesis import HealthCheck, find, settings
+    from hypothesis import strategies as st
+    from hypothesis.errors import NoSuchExample
+
+    scores = st.floats(-3 * R.SHAPING_SCALE, 3 * R.SHAPING_SCALE, allow_nan=False)
+    # Derandomized: the same search finds the same (shrunk) example on every run, so a notebook
+    # that prints it has stable outputs.
+    config = settings(
+        max_examples=max_examples, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
+    if guarantee == "a faster solve beats a slower one":
+        strategy: Any = st.tuples(st.integers(1, MAX_GUESSES - 1), scores, scores)
+        condition: Callable[[Any], bool] = _faster_loses(reward)
+    elif guarantee == "every solve clears the 1.0 success threshold":
+        strategy = st.tuples(st.integers(1, MAX_GUESSES), scores)
+        condition = lambda t: reward(True, t[0], t[1]) < R.SUCCESS_THRESHOLD  # noqa: E731
+    elif guarantee == "every loss is below zero and above no-play":
+        strategy = st.tuples(st.integers(1, MAX_GUESSES), scores)
+        condition = lambda t: not R.NO_PLAY_REWARD < reward(False, t[0], t[1]) < 0  # noqa: E731
+    else:
+        raise ValueError(f"unknown guarantee {guarantee!r}; choose one of {list(GUARANTEES)}")
+    try:
+        return tuple(find(strategy, condition, settings=config))
+    except NoSuchExample:
+        return None
+
+
+# --- What a training run's games show, step by step ------------------------------------------------
+
+
+def step_stats(games: Sequence[Any], task_ids: Sequence[str], per_step: int, group: int) -> list[dict[str, float]]:
+    """Behaviour per training step from the games a run played, in the order they finished.
+
+    Steps run one after another, so the k-th block of `per_step` games is step k+1; within a step
+    the games of one prompt (same task id) form one GRPO group of `group` rollouts.
+    """
+    if len(games) != len(task_ids) or per_step < 1 or len(games) % per_step:
+        raise ValueError(f"{len(games)} games and {len(task_ids)} task ids do not split into steps of {per_step}")
+    out = []
+    for start in range(0, len(games), per_step):
+        block = list(zip(task_ids[start : start + per_step], games[start : start + per_step]))
+        groups: dict[str, list[Any]] = defaultdict(list)
+        for tid, game in block:
+            groups[tid].append(game)
+        sizes = {len(g) for g in groups.values()}
+        if sizes != {group}:
+            raise ValueError(f"step {start // per_step + 1}: group sizes {sorted(sizes)}, expected {group}")
+        played = [g for _, g in block]
+        solved = [g for g in played if g.solved]
+        no_play = [g for g in played if _played(g) == 0]
+        row = {
+            "step": start // per_step + 1,
+            "solve_rate": len(solved) / len(played),
+            "lost_rate": (len(played) - len(solved) - len(no_play)) / len(played),
+            "no_play_rate": len(no_play) / len(played),
+            "guesses_per_solve": float(np.mean([len(g.guesses) for g in solved])) if solved else math.nan,
+        }
+        for design in (OUTCOME_ONLY, TIERED, LEGACY):
+            row[f"reward_{design}"] = float(np.mean([design_reward(design, g) for g in played]))
+        for design, share in zero_advantage_by_design(list(groups.values()), (OUTCOME_ONLY, TIERED, LEGACY)).items():
+            row[f"zero_adv_{design}"] = share
+        losses = shaping_terms(g for g in played if not g.solved)
+        row["lost_on_clip"] = float(losses["on_clip"].mean()) if len(losses) else math.nan
+        out.append(row)
+    return out
+
+
+def seed_spread(values: Sequence[float]) -> dict[str, float]:
+    """Mean, sample standard deviation and count over seeds of one statistic."""
+    array = np.asarray(values, dtype=float)
+    sd = float(array.std(ddof=1)) if len(array) > 1 else math.nan
+    return {"mean": float(array.mean()), "sd": sd, "n": int(len(array))}
