@@ -207,7 +207,7 @@ def test_training_band_never_rises_above_what_a_game_can_pay_and_says_so():
 
 def test_training_curves_draw_the_success_threshold():
     left = plots.training_curves(curves()).axes[0]
-    threshold = [line for line in left.get_lines() if line.get_label() == "success threshold (1)"]
+    threshold = [line for line in left.get_lines() if line.get_label() == "success threshold (reward 1.0)"]
     assert len(threshold) == 1 and list(threshold[0].get_ydata()) == [1.0, 1.0]
 
 

@@ -130,7 +130,7 @@ def training_curves(
         color=COLOUR_THRESHOLD,
         linestyle="--",
         linewidth=1.0,
-        label=f"success threshold ({success_threshold:g})",
+        label=f"success threshold (reward {success_threshold:.1f})",
     )
     left.set_xlabel("training step")
     left.set_ylabel("reward per game (reward units)")
