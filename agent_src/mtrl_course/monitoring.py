@@ -204,15 +204,13 @@ def how_to_open_ui(resources: Any) -> str:
                 "do not paste it into a notebook or a chat. Expired? Run the command again.",
             ]
         )
-    from mtrl_course import aws
+    from mtrl_course import aws, local
 
     store = Path(_local_apps(arn).info(arn).tracking_uri.removeprefix("sqlite:///")).resolve()
     shown = store.relative_to(config.REPO_ROOT) if store.is_relative_to(config.REPO_ROOT) else store
     # Offline, CreatePresignedMlflowAppUrl answers with the loopback address the UI will use.
     address = aws.session().client("sagemaker").create_presigned_mlflow_app_url(Arn=arn)["AuthorizedUrl"]
     port = address.rstrip("/").rsplit(":", 1)[-1]
-    from mtrl_course.local.mlflow_apps import MLFLOW_UI_WORKERS
-
     return "\n".join(
         [
             f"offline: the MLflow app is a local store, {shown.as_posix()}.",
@@ -221,7 +219,7 @@ def how_to_open_ui(resources: Any) -> str:
             "Browse it from this notebook with monitoring.open_ui(resources), which serves it on 127.0.0.1,",
             "or from a terminal at the repository root (one worker is plenty for one reader):",
             f"    .venv/bin/mlflow ui --backend-store-uri sqlite:///{shown.as_posix()} --host 127.0.0.1 --port {port} "
-            f"--workers {MLFLOW_UI_WORKERS}",
+            f"--workers {local.MLFLOW_UI_WORKERS}",
             "In a SageMaker Studio space your browser cannot reach 127.0.0.1 there: open the port through the",
             f"space's Jupyter proxy, <your space's URL>/jupyterlab/default/proxy/{port}/ (path form not yet confirmed",
             "by the course team; see docs/LIVE_CHECKLIST.md).",

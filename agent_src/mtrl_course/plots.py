@@ -71,9 +71,7 @@ def wordle_reward_range() -> tuple[float, float]:
     """(lowest, highest) reward one Wordle game can pay: never a valid guess, and a first-guess
     solve with the shaping term at its clip, computed from `wordle_agent.reward` itself."""
     beyond_clip = 10 * wordle_reward.SHAPING_SCALE
-    lowest = min(
-        wordle_reward.outcome_reward(False, 0, 0.0), wordle_reward.outcome_reward(False, 1, -beyond_clip)
-    )
+    lowest = min(wordle_reward.outcome_reward(False, 0, 0.0), wordle_reward.outcome_reward(False, 1, -beyond_clip))
     return lowest, wordle_reward.outcome_reward(True, 1, beyond_clip)
 
 
@@ -323,10 +321,10 @@ def stand_in_effort_note() -> str:
     words it weighs and how many of its best proposals it checks against the clues. A figure of
     its results says so, or a reader takes "medium effort" for gpt-oss's reasoning.
     """
-    from mtrl_course.local.policy import EFFORTS
+    from mtrl_course import local
 
     levels = "; ".join(
-        f"{name}: weighs {EFFORTS[name].candidates} words, checks {EFFORTS[name].verified}"
+        f"{name}: weighs {local.EFFORTS[name].candidates} words, checks {local.EFFORTS[name].verified}"
         for name in ("low", "medium")
     )
     return (

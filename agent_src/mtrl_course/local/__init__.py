@@ -323,4 +323,12 @@ def __getattr__(name: str) -> Any:
         from mtrl_course.local import runner
 
         return getattr(runner, name)
+    if name in ("EFFORTS",):
+        from mtrl_course.local import policy
+
+        return getattr(policy, name)
+    if name in ("MLFLOW_UI_WORKERS",):
+        from mtrl_course.local import mlflow_apps
+
+        return getattr(mlflow_apps, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
