@@ -240,14 +240,19 @@ def test_packages_to_install_names_missing_and_mismatched_pins(tmp_path):
         "# a comment line\n",
         encoding="utf-8",
     )
+    lock.write_text(
+        lock.read_text(encoding="utf-8") + "PyYAML==0.0.2\n" + "pywin32==306 ; sys_platform == 'win32'\n",
+        encoding="utf-8",
+    )
+    # Marker lines are left to pip (judging them needs `packaging`); the plain PyYAML pin counts.
     assert preflight.lock_pins(lock) == {
         "pytest": pytest_version,
-        "pyyaml": "0.0.1",
+        "pyyaml": "0.0.2",
         "surely-not-installed-pkg": "1.0",
     }
     needed = preflight.packages_to_install(lock)
     assert needed == [
-        f"pyyaml: have {importlib.metadata.version('PyYAML')}, tested 0.0.1",
+        f"pyyaml: have {importlib.metadata.version('PyYAML')}, tested 0.0.2",
         "surely-not-installed-pkg: have missing, tested 1.0",
     ]
 

@@ -389,11 +389,19 @@ def in_sagemaker_studio() -> bool:
 # offline mode), so the install must work without anything the bootstrap imports: no pandas,
 # boto3 or moto here, only importlib.metadata, subprocess and the lock file.
 def lock_pins(lock_file: Path | None = None) -> dict[str, str]:
-    """`name -> version` for every `name==version` line of requirements.lock (names normalised)."""
+    """`name -> version` for every `name==version` line of requirements.lock (names normalised).
+
+    Lines with an environment marker (`; sys_platform == ...`) are left out: judging a marker
+    needs `packaging`, which this must not import, and pip skips the ones that do not apply, so
+    counting them would ask for an install (and a kernel restart) on every run.
+    """
     path = lock_file if lock_file is not None else config.REPO_ROOT / "requirements.lock"
     pins = {}
     for line in path.read_text(encoding="utf-8").splitlines():
-        name, sep, version = line.split("#")[0].split(";")[0].strip().partition("==")
+        requirement = line.split("#")[0]
+        if ";" in requirement:
+            continue
+        name, sep, version = requirement.strip().partition("==")
         if sep and name.strip():
             pins[re.sub(r"[-_.]+", "-", name.strip()).lower()] = version.strip()
     return pins
