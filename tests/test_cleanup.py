@@ -105,8 +105,31 @@ def test_discover_finds_every_course_resource_and_nothing_else(offline, tmp_path
     assert billing[cleanup.ROLE] == "no" and billing[cleanup.MLFLOW].startswith("yes")
     assert "per second of an active session" in billing[cleanup.RUNTIME]
     assert list(cleanup.as_table(found).columns) == [cleanup.KIND, cleanup.NAME, cleanup.BILLS, cleanup.HOW_COLUMN]
-    commands = cleanup.cli_commands(found)
-    assert len(commands) == len(found) and commands[0].startswith("aws sagemaker delete-pipeline")
+    commands = cleanup.cli_commands(found, offline)
+    assert len(commands) > len(found) and commands[0].startswith("aws sagemaker delete-pipeline")
+
+
+def test_the_printed_steps_run_as_printed_packages_before_groups_policies_before_roles(offline, tmp_path):
+    make_course_resources(offline, tmp_path)
+    found = cleanup.discover(offline)
+    commands = cleanup.cli_commands(found, offline)
+    at = {command: i for i, command in enumerate(commands)}
+
+    def index(prefix: str) -> list[int]:
+        return [i for c, i in at.items() if c.startswith(prefix)]
+
+    group = f"aws sagemaker delete-model-package-group --model-package-group-name {MODEL}-mtrl-mpg"
+    packages = index("aws sagemaker delete-model-package --model-package-name ")
+    assert len(packages) == 1 and max(packages) < at[group]  # the one adapter package, before its group
+    for role in ("mtrl-wordle-job-role-offline", "mtrl-wordle-runtime-role-offline"):
+        detaches = index(f"aws iam detach-role-policy --role-name {role} ")
+        inline = index(f"aws iam delete-role-policy --role-name {role} ")
+        assert detaches, f"{role}: its attached policies must be detached first"
+        assert max(detaches + inline) < at[f"aws iam delete-role --role-name {role}"]
+    # A policy attached only to roles being deleted is detached once, in those roles' steps.
+    assert len(commands) == len(set(commands))
+    policy_deletes = index("aws iam delete-policy --policy-arn ")
+    assert policy_deletes and min(policy_deletes) > max(index("aws iam delete-role --role-name "))
 
 
 def test_nothing_is_deleted_without_an_explicit_true(offline, tmp_path, capsys):

@@ -91,6 +91,8 @@ def test_a_learner_attaches_to_the_instructors_run_with_only_its_id(tmp_path):
     assert learner["steps"] == TINY_RUN["max_steps"] + 1 and learner["val"]  # step 0 is the baseline validation
     results = learner["results"]
     assert [r["temperature"] for r in results] == [0.0, 1.0]
+    # The evaluator's job is named by its pipeline; its effort comes from the job's tag.
+    assert [r["effort"] for r in results] == ["low", "low"]
     assert [r["pass_at_1"] for r in results] == teacher["pass_at_1"]
     assert {r["model"] for r in results} == {"trained"}
     assert learner["writes"] == []  # read-only: no Create/Put/Delete/Update/Start/Stop call

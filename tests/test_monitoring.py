@@ -131,6 +131,8 @@ def test_ui_instructions_offline_are_relative_and_start_nothing_in_batch_runs(lo
     text = monitoring.how_to_open_ui(arn)
     assert "mlflow ui --backend-store-uri sqlite:///" in text and "127.0.0.1" in text
     assert "/mlflow/monitoring/mlflow.db" in text
+    assert "--workers 1" in text  # mlflow's default is 4 worker processes for one reader
+    assert "notebook 08" in text and "/proxy/" in text  # the store's lifetime; the Studio route
     monkeypatch.setenv(notebook.BATCH_ENV_VAR, "1")
     assert monitoring.open_ui(arn) is None
     assert "not started" in capsys.readouterr().out

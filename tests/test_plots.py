@@ -13,6 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 from mtrl_course import costs, plots  # noqa: E402
 
@@ -106,8 +108,8 @@ def test_evaluation_bars_show_a_loss_as_a_loss():
     assert any(p.get_hatch() == "//" for p in ax.patches)
 
 
-def test_cost_breakdown_without_prices_has_no_dollars():
-    fig = plots.cost_breakdown(
+def test_token_shares_without_prices_has_no_dollars():
+    fig = plots.token_shares(
         {
             "this job": {"prefill": 3_000_000, "sample": 500_000, "train": 3_500_000},
             "AWS walkthrough": costs.WALKTHROUGH_TOKENS,
@@ -115,20 +117,22 @@ def test_cost_breakdown_without_prices_has_no_dollars():
     )
     assert len(fig.axes) == 1
     assert not any(DOLLAR.search(t) for t in texts(fig))
-    assert fig._suptitle.get_text() == "Train tokens are the largest share in every run: 50% of billable tokens"
+    assert fig._suptitle.get_text() == (
+        "Billable-token shares, this job and AWS walkthrough: train tokens are the largest share, 50%"
+    )
     assert fig.axes[0].get_xlabel() == "share of billable tokens (%)"
 
 
-def test_cost_breakdown_names_each_runs_largest_dimension_when_they_differ():
-    fig = plots.cost_breakdown(
+def test_token_shares_names_each_runs_largest_dimension_when_they_differ():
+    fig = plots.token_shares(
         {"a": {"prefill": 6, "sample": 1, "train": 3}, "b": {"prefill": 1, "sample": 1, "train": 8}}
     )
-    assert fig._suptitle.get_text() == "Largest share of billable tokens: prefill in a (60%); train in b (80%)"
+    assert fig._suptitle.get_text() == "Billable-token shares: the largest is prefill, 60%, in a; train, 80%, in b"
 
 
-def test_cost_breakdown_with_prices_adds_a_cost_panel_at_those_prices():
+def test_token_shares_with_prices_adds_a_cost_panel_at_those_prices():
     prices = {"prefill": 0.1, "sample": 0.4, "train": 0.3}
-    fig = plots.cost_breakdown({"prefill": 4_000_000, "sample": 1_000_000, "train": 5_000_000}, prices)
+    fig = plots.token_shares({"prefill": 4_000_000, "sample": 1_000_000, "train": 5_000_000}, prices)
     assert len(fig.axes) == 2
     labels = [t.get_text() for t in fig.axes[1].get_yticklabels()]
     assert labels == ["this run\n$2.30 in all"]
@@ -184,3 +188,70 @@ def test_serving_grid_title_counts_a_pair_where_greedy_wins():
 def test_training_curves_states_the_served_gap_against_the_last_point():
     fig = plots.training_curves(curves(), games=128, served={"trained, low effort, T=1": 0.9})
     assert "90%, +40 points against the curve's last point" in fig._suptitle.get_text()
+
+
+# --- issue 13's figure fixes ------------------------------------------------------------------------
+def test_training_band_never_rises_above_what_a_game_can_pay_and_says_so():
+    frame = curves()
+    frame["rollout/reward/mean"] = [np.nan, 1.2, 1.3, 1.4, 1.5, 1.55]
+    frame["rollout/reward/std"] = [np.nan, 0.9, 0.9, 0.9, 0.9, 0.9]
+    left = plots.training_curves(frame).axes[0]
+    lowest, highest = plots.wordle_reward_range()
+    assert (lowest, highest) == (-1.5, 1.59)  # never a valid guess; a first-guess solve at the clip
+    band = next(c for c in left.collections if c.get_label().startswith("± 1 std"))
+    ys = np.concatenate([path.vertices[:, 1] for path in band.get_paths()])
+    assert ys.max() <= highest + 1e-9 and ys.min() >= lowest - 1e-9
+    assert ys.max() == pytest.approx(highest)  # the clip is active here, not merely unreached
+    assert "clipped to the reward's range [-1.50, +1.59]" in band.get_label()
+
+
+def test_training_curves_draw_the_success_threshold():
+    left = plots.training_curves(curves()).axes[0]
+    threshold = [line for line in left.get_lines() if line.get_label() == "success threshold (reward 1.0)"]
+    assert len(threshold) == 1 and list(threshold[0].get_ydata()) == [1.0, 1.0]
+
+
+def test_training_curves_reject_an_empty_reward_range():
+    with pytest.raises(ValueError, match="reward_range"):
+        plots.training_curves(curves(), reward_range=(1.0, -1.0))
+
+
+def test_token_shares_labels_every_segment_even_a_thin_one():
+    fig = plots.token_shares({"this job (stand-in policy)": {"prefill": 960, "sample": 10, "train": 30}})
+    labels = " ".join(t.get_text() for t in fig.axes[0].texts)
+    for dimension in ("prefill", "sample", "train"):
+        assert dimension in labels
+    title = fig._suptitle.get_text()
+    assert "this job (stand-in policy)" in title and ") (" not in title and "cost" not in title.lower()
+
+
+def test_serving_grid_says_what_effort_means_for_the_stand_in():
+    from mtrl_course.local.policy import EFFORTS
+
+    note = plots.stand_in_effort_note()
+    assert f"low: weighs {EFFORTS['low'].candidates} words, checks {EFFORTS['low'].verified}" in note
+    assert "not gpt-oss" in note
+    fig = plots.serving_grid(grid_long(), games=128, label="stand-in policy", effort_note=note)
+    assert note in [t.get_text() for t in fig.texts]
+    assert fig._suptitle.get_text().startswith("stand-in policy:")
+    assert [t.get_text() for t in plots.serving_grid(grid_long(), games=128).texts] == [
+        plots.serving_grid(grid_long(), games=128)._suptitle.get_text()
+    ]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    means=st.lists(st.floats(-1.5, 1.59), min_size=2, max_size=6),
+    std=st.floats(0.0, 3.0),
+)
+def test_training_band_stays_inside_the_reward_range_for_any_curve(means, std):
+    frame = pd.DataFrame(index=pd.Index(range(len(means) + 1), name="step"))
+    frame["rollout/reward/mean"] = [np.nan, *means]
+    frame["rollout/reward/std"] = [np.nan] + [std] * len(means)
+    frame["val/reward/pass_at_1"] = [0.0] + [np.nan] * len(means)
+    left = plots.training_curves(frame).axes[0]
+    band = next(c for c in left.collections if c.get_label().startswith("± 1 std"))
+    ys = np.concatenate([path.vertices[:, 1] for path in band.get_paths()])
+    lowest, highest = plots.wordle_reward_range()
+    assert lowest - 1e-9 <= ys.min() and ys.max() <= highest + 1e-9
+    plt.close("all")

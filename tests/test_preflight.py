@@ -225,3 +225,62 @@ def test_architecture_figure_is_deterministic_and_complete():
     plt.close("all")
     with pytest.raises(ValueError, match="'middle'"):
         architecture.BOXES[0].anchor("middle")
+
+
+# --- notebook 00's Studio install cell: standard library only -------------------------------------
+def test_packages_to_install_names_missing_and_mismatched_pins(tmp_path):
+    import importlib.metadata
+
+    pytest_version = importlib.metadata.version("pytest")
+    lock = tmp_path / "requirements.lock"
+    lock.write_text(
+        f"pytest=={pytest_version}\n"
+        "PyYAML==0.0.1 ; python_version >= '3.8'  # a marker and a comment\n"
+        "surely-not-installed-pkg==1.0\n"
+        "# a comment line\n",
+        encoding="utf-8",
+    )
+    lock.write_text(
+        lock.read_text(encoding="utf-8") + "PyYAML==0.0.2\n" + "pywin32==306 ; sys_platform == 'win32'\n",
+        encoding="utf-8",
+    )
+    # Marker lines are left to pip (judging them needs `packaging`); the plain PyYAML pin counts.
+    assert preflight.lock_pins(lock) == {
+        "pytest": pytest_version,
+        "pyyaml": "0.0.2",
+        "surely-not-installed-pkg": "1.0",
+    }
+    needed = preflight.packages_to_install(lock)
+    assert needed == [
+        f"pyyaml: have {importlib.metadata.version('PyYAML')}, tested 0.0.2",
+        "surely-not-installed-pkg: have missing, tested 1.0",
+    ]
+
+
+def test_the_course_venv_needs_no_install():
+    assert preflight.packages_to_install() == []
+
+
+def test_install_commands_install_the_lock_then_the_repo_without_deps(tmp_path):
+    first, second = preflight.install_commands(tmp_path, python="/usr/bin/python3")
+    assert first == ["/usr/bin/python3", "-m", "pip", "install", "--quiet", "-r", str(tmp_path / "requirements.lock")]
+    assert second[-3:] == ["--no-deps", "-e", str(tmp_path)]
+
+
+def test_the_install_cell_imports_nothing_the_bootstrap_needs():
+    # A Studio kernel without the course's packages must still run notebook 00's install cell.
+    import subprocess
+    import sys
+
+    from mtrl_course import config
+
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from mtrl_course import preflight; "
+        "preflight.in_sagemaker_studio(); preflight.packages_to_install(); preflight.install_commands('.'); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pandas', 'numpy', 'boto3', 'botocore', 'moto', "
+        "'matplotlib', 'mlflow', 'sagemaker', 'strands'}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(config.REPO_ROOT / "agent_src")], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"

@@ -577,15 +577,84 @@ def as_table(frame: Any) -> Any:
     return frame.drop(columns=[RESOURCE])
 
 
-def cli_commands(frame: Any) -> list[str]:
-    """The AWS CLI (or shell) step for each resource of `frame`, in deletion order, accounts masked.
+def _steps_before(session: Any, resource: Resource, deleting: set[str]) -> list[str]:
+    """The by-hand steps a resource's own deletion needs first, read from the account now.
 
-    What `delete` does, written out for anyone who prefers to run it by hand.
+    AWS refuses to delete a model-package group that still holds packages, a role that still has
+    policies attached or inline, and a policy still attached to a role that is not being deleted;
+    `delete` does these steps itself, so the printed version must too, in the same order.
     """
+    if resource.kind == PACKAGE_GROUP:
+        sagemaker = session.client("sagemaker")
+        return [
+            f"aws sagemaker delete-model-package --model-package-name {summary['ModelPackageArn']}"
+            for page in sagemaker.get_paginator("list_model_packages").paginate(
+                ModelPackageGroupName=resource.ref["name"]
+            )
+            for summary in page.get("ModelPackageSummaryList", [])
+        ]
+    if resource.kind == ROLE:
+        iam_client = session.client("iam")
+        name = resource.ref["name"]
+        attached = iam_client.list_attached_role_policies(RoleName=name)["AttachedPolicies"]
+        inline = iam_client.list_role_policies(RoleName=name)["PolicyNames"]
+        profiles = iam_client.list_instance_profiles_for_role(RoleName=name)["InstanceProfiles"]
+        return (
+            [f"aws iam detach-role-policy --role-name {name} --policy-arn {p['PolicyArn']}" for p in attached]
+            + [f"aws iam delete-role-policy --role-name {name} --policy-name {p}" for p in inline]
+            + [
+                f"aws iam remove-role-from-instance-profile --instance-profile-name {p['InstanceProfileName']} "
+                f"--role-name {name}"
+                for p in profiles
+            ]
+        )
+    if resource.kind == POLICY:
+        iam_client = session.client("iam")
+        arn = resource.ref["arn"]
+        entities = iam_client.list_entities_for_policy(PolicyArn=arn)
+        steps = [
+            f"aws iam detach-role-policy --role-name {r['RoleName']} --policy-arn {arn}"
+            for r in entities.get("PolicyRoles", [])
+            if r["RoleName"] not in deleting  # detached in that role's own steps
+        ]
+        steps += [
+            f"aws iam detach-user-policy --user-name {u['UserName']} --policy-arn {arn}"
+            for u in entities.get("PolicyUsers", [])
+        ]
+        steps += [
+            f"aws iam detach-group-policy --group-name {g['GroupName']} --policy-arn {arn}"
+            for g in entities.get("PolicyGroups", [])
+        ]
+        steps += [
+            f"aws iam delete-policy-version --policy-arn {arn} --version-id {v['VersionId']}"
+            for v in iam_client.list_policy_versions(PolicyArn=arn)["Versions"]
+            if not v["IsDefaultVersion"]
+        ]
+        return steps
+    return []
+
+
+def cli_commands(frame: Any, session: Any | None = None) -> list[str]:
+    """The AWS CLI (or shell) steps that delete the resources of `frame`, in order, accounts masked.
+
+    What `delete` does, written out for anyone who prefers to run it by hand and runnable as
+    printed: each model-package group after its packages, each role after its policies are
+    detached, each policy after it is detached everywhere else (those steps are read from the
+    account when this is called).
+    """
+    session = _session(session)
     resources = sorted(
         (r for r in frame[RESOURCE] if isinstance(r, Resource)), key=lambda r: (ORDER.index(r.kind), r.name)
     )
-    return [naming.mask_account(r.command) for r in resources]
+    deleting = {r.ref.get("name", "") for r in resources if r.kind == ROLE}
+    commands = []
+    for resource in resources:
+        try:
+            commands += _steps_before(session, resource, deleting)
+        except Exception as error:
+            commands.append(f"# {resource.kind} {resource.name}: {CHECK_BY_HAND} ({_error_code(error)})")
+        commands.append(resource.command)
+    return [naming.mask_account(command) for command in commands]
 
 
 # --------------------------------------------------------------------------------------- deletion

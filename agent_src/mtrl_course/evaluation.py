@@ -187,6 +187,17 @@ def _job_name(label: str, effort: str, temperature: float) -> str:
     return f"{naming.resource_name(JOB_KIND)}-{label}-{effort}-t{round(temperature * 10):02d}-{stamp}"[:63].rstrip("-")
 
 
+# The runtime's reasoning effort is not part of an evaluation job's request (the agent reads it
+# from its environment), and a job the evaluator's pipeline creates is named by the pipeline; so
+# each job carries its effort as a tag, or a lab learner reading the results (lab.evaluation_results)
+# could not tell a low-effort job from a medium-effort one.
+EFFORT_TAG = "reasoning_effort"
+
+
+def _job_tags(notebook: str, effort: str) -> list[dict[str, str]]:
+    return [*naming.course_tags(notebook), {"Key": EFFORT_TAG, "Value": str(effort)}]
+
+
 def _start_with_create_job(
     resources: Any,
     model: str,
@@ -237,7 +248,7 @@ def _start_with_create_job(
         JobCategory=CATEGORY,
         JobConfigSchemaVersion="1.0.0",
         JobConfigDocument=json.dumps(document),
-        Tags=naming.course_tags(notebook),
+        Tags=_job_tags(notebook, effort),
     )
     return name
 
@@ -252,6 +263,7 @@ def _start_with_evaluator(
     pass_k: Sequence[int],
     notebook: str,
     echo: bool,
+    effort: str,
 ) -> str:
     from sagemaker.train.evaluate import MultiTurnRLEvaluator
 
@@ -262,7 +274,7 @@ def _start_with_evaluator(
         mlflow_resource_arn=resources.mlflow_app_arn,
         mlflow_experiment_name=EXPERIMENT_NAME,
         role=resources.job_role_arn,
-        tags=naming.course_tags(notebook),
+        tags=_job_tags(notebook, effort),
     )
     if package is None:
         evaluator = MultiTurnRLEvaluator(model=training.MODEL_ID, **common)
@@ -430,6 +442,7 @@ def evaluate(
                 pass_k=pass_k,
                 notebook=notebook,
                 echo=echo,
+                effort=reasoning_effort,
             )
         except EvaluatorNamesRejected:
             if not chosen_automatically:

@@ -31,6 +31,7 @@ from mtrl_course import config, naming, service_spec
 LAB_FILE_NAME = "lab.json"
 TRAINING_KIND = "train"  # training.JOB_KIND (not imported: training reads the attachment)
 EVALUATION_KIND = "eval"  # evaluation.JOB_KIND
+EFFORT_TAG = "reasoning_effort"  # evaluation.EFFORT_TAG: names by the evaluator's pipeline do not say
 LIST_PAGE = 100
 # What a run id looks like (naming.RUN_ID_PATTERN); anything else is taken for a job name.
 RUN_ID = naming.RUN_ID_PATTERN
@@ -232,7 +233,8 @@ _EVAL_NAME = re.compile(
 def evaluation_results(attachment: Attachment | None = None, session: Any | None = None) -> Any:
     """A DataFrame of the run's finished evaluation jobs as their MLflow runs logged them.
 
-    Columns: model (base/trained), effort (from the job's name; "-" when the name does not say),
+    Columns: model (base/trained), effort (from the job's name, else its reasoning_effort tag; "-"
+    when neither says),
     temperature (what the job was sent, else the recipe default), pass_at_1, mean_reward,
     job_name. Reads DescribeJob and the MLflow app only; jobs not Completed are left out.
     """
@@ -262,7 +264,7 @@ def evaluation_results(attachment: Attachment | None = None, session: Any | None
         rows.append(
             {
                 "model": match["label"] if match else ("trained" if document.get("ModelPackageConfig") else "base"),
-                "effort": match["effort"] if match else "-",
+                "effort": match["effort"] if match else _tags(describe).get(EFFORT_TAG, "-"),
                 "temperature": float(temperature) if temperature is not None else float(default_temperature),
                 "pass_at_1": metrics.get("eval/reward/pass_at_1"),
                 "mean_reward": metrics.get("eval/reward/mean"),

@@ -204,7 +204,7 @@ def how_to_open_ui(resources: Any) -> str:
                 "do not paste it into a notebook or a chat. Expired? Run the command again.",
             ]
         )
-    from mtrl_course import aws
+    from mtrl_course import aws, local
 
     store = Path(_local_apps(arn).info(arn).tracking_uri.removeprefix("sqlite:///")).resolve()
     shown = store.relative_to(config.REPO_ROOT) if store.is_relative_to(config.REPO_ROOT) else store
@@ -214,9 +214,15 @@ def how_to_open_ui(resources: Any) -> str:
     return "\n".join(
         [
             f"offline: the MLflow app is a local store, {shown.as_posix()}.",
+            "It lasts until clean-up (notebook 08, or `mtrl cleanup --yes`) deletes the app, and the store with it;",
+            "training again (notebook 05) creates a new one.",
             "Browse it from this notebook with monitoring.open_ui(resources), which serves it on 127.0.0.1,",
-            "or from a terminal at the repository root:",
-            f"    .venv/bin/mlflow ui --backend-store-uri sqlite:///{shown.as_posix()} --host 127.0.0.1 --port {port}",
+            "or from a terminal at the repository root (one worker is plenty for one reader):",
+            f"    .venv/bin/mlflow ui --backend-store-uri sqlite:///{shown.as_posix()} --host 127.0.0.1 --port {port} "
+            f"--workers {local.MLFLOW_UI_WORKERS}",
+            "In a SageMaker Studio space your browser cannot reach 127.0.0.1 there: open the port through the",
+            f"space's Jupyter proxy, <your space's URL>/jupyterlab/default/proxy/{port}/ (path form not yet confirmed",
+            "by the course team; see docs/LIVE_CHECKLIST.md).",
             "Live, the same notebook cell prints the presigned-URL command instead.",
         ]
     )

@@ -1,9 +1,10 @@
-"""The course's figures: training curves, base-versus-trained bars, billable tokens.
+"""The course's figures: training curves, base-versus-trained bars, billable-token shares.
 
 Each function takes plain data (a DataFrame or a dict), returns a matplotlib Figure and draws
 nothing else: the notebook saves and shows it with `nb.save_figure`. Titles state what the data
 shows, computed from the data itself, so a title can never claim more than the plot holds. Axis
-labels carry units. No randomness and no dates, so the same data gives the same PNG bytes.
+labels carry units. Every title names whose numbers it shows (the stand-in's, the walkthrough's,
+yours). No randomness and no dates, so the same data gives the same PNG bytes.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from mtrl_course import costs
+from wordle_agent import reward as wordle_reward
 
 REWARD_MEAN = "rollout/reward/mean"
 REWARD_STD = "rollout/reward/std"
 VAL_PASS_AT_1 = "val/reward/pass_at_1"
 SOLVE_THRESHOLD_NOTE = "a solve scores >= 1.01, a loss <= -0.35"
+COLOUR_THRESHOLD = "tab:green"
 # Colours: one per meaning, the same in every figure of the course.
 COLOUR_REWARD = "tab:blue"
 COLOUR_VALIDATION = "tab:orange"
@@ -64,6 +67,14 @@ def wilson_interval(rate: float, games: int, z: float = Z_95) -> tuple[float, fl
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def wordle_reward_range() -> tuple[float, float]:
+    """(lowest, highest) reward one Wordle game can pay: never a valid guess, and a first-guess
+    solve with the shaping term at its clip, computed from `wordle_agent.reward` itself."""
+    beyond_clip = 10 * wordle_reward.SHAPING_SCALE
+    lowest = min(wordle_reward.outcome_reward(False, 0, 0.0), wordle_reward.outcome_reward(False, 1, -beyond_clip))
+    return lowest, wordle_reward.outcome_reward(True, 1, beyond_clip)
+
+
 # --- training curves ------------------------------------------------------------------------------
 def training_curves(
     frame: pd.DataFrame,
@@ -71,6 +82,8 @@ def training_curves(
     label: str = "stand-in policy",
     games: int | None = None,
     served: Mapping[str, float] | None = None,
+    reward_range: tuple[float, float] | None = None,
+    success_threshold: float = wordle_reward.SUCCESS_THRESHOLD,
 ) -> Figure:
     """Reward per game (mean +- std band) per step, and the validation solve rate where measured.
 
@@ -80,6 +93,10 @@ def training_curves(
     `games` (the held-out words per validation pass) adds a 95% Wilson band around each
     validation point, so step-to-step noise can be told from progress. `served` ({setting: solve
     rate}) draws each served solve rate as a dashed line beside the curve's last point.
+    `reward_range` (lowest, highest reward a game can pay; default: the Wordle reward's) clips the
+    std band, because mean + std of a skewed reward can exceed anything a game pays and would
+    suggest rewards that never happen; the legend says it is clipped. A horizontal line marks
+    `success_threshold`, the reward at which the service counts a rollout as solved.
     """
     for column in (REWARD_MEAN, VAL_PASS_AT_1):
         if column not in frame.columns:
@@ -91,17 +108,32 @@ def training_curves(
         raise ValueError("training_curves needs at least one logged value of each metric")
     fig, (left, right) = plt.subplots(1, 2, figsize=WIDE_FIGSIZE)
 
+    lowest, highest = reward_range if reward_range is not None else wordle_reward_range()
+    if not lowest < highest:
+        raise ValueError(f"training_curves needs reward_range as (lowest, highest); got {reward_range!r}")
     left.plot(reward.index, reward.values, color=COLOUR_REWARD, marker="o", markersize=3, label="mean")
     if REWARD_STD in data.columns:
         std = data[REWARD_STD].reindex(reward.index).fillna(0.0)
         left.fill_between(
-            reward.index, reward - std, reward + std, color=COLOUR_REWARD, alpha=BAND_ALPHA, label="± 1 std"
+            reward.index,
+            (reward - std).clip(lower=lowest),
+            (reward + std).clip(upper=highest),
+            color=COLOUR_REWARD,
+            alpha=BAND_ALPHA,
+            label=f"± 1 std, clipped to the reward's range [{lowest:+.2f}, {highest:+.2f}]",
         )
     left.axhline(0.0, color="0.4", linewidth=0.8)
+    left.axhline(
+        success_threshold,
+        color=COLOUR_THRESHOLD,
+        linestyle="--",
+        linewidth=1.0,
+        label=f"success threshold (reward {success_threshold:.1f})",
+    )
     left.set_xlabel("training step")
     left.set_ylabel("reward per game (reward units)")
     left.set_title(f"Training rollouts (temperature 1): {SOLVE_THRESHOLD_NOTE}", fontsize=9)
-    left.legend(loc="lower right", fontsize=8)
+    left.legend(loc="lower right", fontsize=7)
 
     right.plot(
         validation.index,
@@ -282,8 +314,32 @@ def _grid_panel(ax: Any, table: pd.DataFrame, games: int | None) -> None:
     _percent_axis(ax, "held-out words solved (%)")
 
 
+def stand_in_effort_note() -> str:
+    """What "effort" means for the offline stand-in policy, read from its own `EFFORTS` table.
+
+    The stand-in has no reasoning tokens to spend; its effort levels change how many candidate
+    words it weighs and how many of its best proposals it checks against the clues. A figure of
+    its results says so, or a reader takes "medium effort" for gpt-oss's reasoning.
+    """
+    from mtrl_course import local
+
+    levels = "; ".join(
+        f"{name}: weighs {local.EFFORTS[name].candidates} words, checks {local.EFFORTS[name].verified}"
+        for name in ("low", "medium")
+    )
+    return (
+        "Effort, for the stand-in: how many candidate words it weighs and how many of its best proposals it "
+        f"checks against the clues ({levels}); not gpt-oss's reasoning (mtrl_course/local/policy.py)."
+    )
+
+
 def serving_grid(
-    frame: pd.DataFrame, *, games: int, cited: pd.DataFrame | None = None, label: str = "stand-in policy"
+    frame: pd.DataFrame,
+    *,
+    games: int,
+    cited: pd.DataFrame | None = None,
+    label: str = "stand-in policy",
+    effort_note: str | None = None,
 ) -> Figure:
     """Base and trained solve rates per serving setting, with a 95% interval on every bar.
 
@@ -292,7 +348,9 @@ def serving_grid(
     same settings as reported elsewhere (wide form: setting, base, trained; missing rates are
     drawn as "not reported"), shown in a second panel without intervals, because their counts are
     not ours to assume. The title states, from the measured data, whether temperature 1 beat
-    temperature 0 at each effort and the range of the adapter's gain.
+    temperature 0 at each effort and the range of the adapter's gain. `effort_note` (for the
+    stand-in: `stand_in_effort_note()`) is printed under the panels, saying what "effort" means
+    for the policy that played.
     """
     table = evaluation_table(frame)
     panels = 2 if cited is not None else 1
@@ -321,7 +379,11 @@ def serving_grid(
     if compared:
         finding = f"temperature 1 beats 0 in {wins} of {compared} model-and-effort pairs; " + finding
     fig.suptitle(f"{label}: {finding}", fontsize=10)
-    fig.tight_layout()
+    if effort_note:
+        fig.text(0.01, 0.01, effort_note, fontsize=7, color="0.25", ha="left", va="bottom", wrap=True)
+        fig.tight_layout(rect=(0.0, 0.06, 1.0, 1.0))
+    else:
+        fig.tight_layout()
     return fig
 
 
@@ -358,6 +420,17 @@ def _stacked_shares(ax: Any, runs: Mapping[str, Mapping[str, float]], text: Mapp
                     fontsize=8,
                     color="white",
                 )
+            elif share > 0:
+                # Too narrow to hold its label: write it just above the bar, so no segment is unnamed.
+                ax.text(
+                    (left + share / 2) * PERCENT,
+                    row - 0.42,
+                    f"{dimension} {text[name][dimension]}",
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                    color="0.2",
+                )
             left += share
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
@@ -365,13 +438,14 @@ def _stacked_shares(ax: Any, runs: Mapping[str, Mapping[str, float]], text: Mapp
     ax.grid(axis="y", visible=False)
 
 
-def cost_breakdown(tokens: Mapping[str, Any], prices: Mapping[str, Any] | None = None) -> Figure:
+def token_shares(tokens: Mapping[str, Any], prices: Mapping[str, Any] | None = None) -> Figure:
     """Billable tokens by dimension (prefill, sample, train) as shares of each run's total.
 
     `tokens`: one run's counts (keys prefill/sample/train or DescribeJob's names), or several
-    runs as {label: counts}. With your `prices` (USD per million tokens) a second panel shows
-    each dimension's share of the cost and the total in dollars; without prices there are no
-    dollars anywhere in the figure.
+    runs as {label: counts}; the labels say whose numbers they are and appear in the title.
+    Token shares are not cost shares (the dimensions are priced differently), so only with your
+    `prices` (USD per million tokens) does a second panel show each dimension's share of the
+    cost and the total in dollars; without prices there are no dollars anywhere in the figure.
     """
     runs = _runs(tokens)
     checked = costs.check_prices(prices)
@@ -403,17 +477,17 @@ def cost_breakdown(tokens: Mapping[str, Any], prices: Mapping[str, Any] | None =
         name: {d: counts[d] / max(1, sum(counts.values())) for d in costs.DIMENSIONS} for name, counts in runs.items()
     }
     largest = {max(costs.DIMENSIONS, key=lambda d: s[d]) for s in shares.values()}
+    whose = " and ".join(runs)
     if len(largest) == 1:
         dimension = largest.pop()
         low = min(s[dimension] for s in shares.values())
         high = max(s[dimension] for s in shares.values())
         span = f"{low:.0%}" if math.isclose(low, high, abs_tol=0.005) else f"{low:.0%} to {high:.0%}"
-        where = "in every run" if len(runs) > 1 else "of this run"
-        title = f"{dimension.capitalize()} tokens are the largest share {where}: {span} of billable tokens"
+        title = f"Billable-token shares, {whose}: {dimension} tokens are the largest share, {span}"
     else:
         leading = {name: max(costs.DIMENSIONS, key=shares[name].__getitem__) for name in runs}
-        title = "Largest share of billable tokens: " + "; ".join(
-            f"{leading[name]} in {name} ({shares[name][leading[name]]:.0%})" for name in runs
+        title = "Billable-token shares: the largest is " + "; ".join(
+            f"{leading[name]}, {shares[name][leading[name]]:.0%}, in {name}" for name in runs
         )
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()

@@ -382,3 +382,50 @@ def run_preflight(session: Any | None = None, *, live: bool | None = None) -> An
 def in_sagemaker_studio() -> bool:
     """True inside a SageMaker Studio space (where notebook 00's install cell applies)."""
     return STUDIO_METADATA_FILE.is_file()
+
+
+# --- notebook 00's install cell: standard library only ---------------------------------------------
+# In a fresh Studio kernel the bootstrap stops on the first package the image lacks (moto, for
+# offline mode), so the install must work without anything the bootstrap imports: no pandas,
+# boto3 or moto here, only importlib.metadata, subprocess and the lock file.
+def lock_pins(lock_file: Path | None = None) -> dict[str, str]:
+    """`name -> version` for every `name==version` line of requirements.lock (names normalised).
+
+    Lines with an environment marker (`; sys_platform == ...`) are left out: judging a marker
+    needs `packaging`, which this must not import, and pip skips the ones that do not apply, so
+    counting them would ask for an install (and a kernel restart) on every run.
+    """
+    path = lock_file if lock_file is not None else config.REPO_ROOT / "requirements.lock"
+    pins = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        requirement = line.split("#")[0]
+        if ";" in requirement:
+            continue
+        name, sep, version = requirement.strip().partition("==")
+        if sep and name.strip():
+            pins[re.sub(r"[-_.]+", "-", name.strip()).lower()] = version.strip()
+    return pins
+
+
+def packages_to_install(lock_file: Path | None = None) -> list[str]:
+    """Pinned packages this kernel lacks or has at another version ("name: have X, tested Y")."""
+    found = []
+    for name, version in sorted(lock_pins(lock_file).items()):
+        try:
+            installed = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            installed = "missing"
+        if installed != version:
+            found.append(f"{name}: have {installed}, tested {version}")
+    return found
+
+
+def install_commands(root: Path, python: str | None = None) -> list[list[str]]:
+    """The two pip runs that install the course into this kernel: the lock, then the repo itself."""
+    import sys
+
+    python = python or sys.executable
+    return [
+        [python, "-m", "pip", "install", "--quiet", "-r", str(Path(root) / "requirements.lock")],
+        [python, "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(Path(root))],
+    ]

@@ -145,8 +145,8 @@ NOTEBOOKS: tuple[Entry, ...] = (
         slug="verify_the_runtime",
         title="Verify the runtime",
         summary="Invoke the deployed runtime with a service-shaped payload before spending GPU "
-        'time: the expected answer is {"reward": -1.5}, and each failure in the diagnosis table '
-        "is reproduced offline.",
+        'time: the expected answer is {"reward": -1.5}, and every failure in the diagnosis table '
+        "but one (the runtime role without its policy) is reproduced offline.",
         modes=(OFFLINE, LIVE),
         offline_seconds=10,
         live_time="not measured (a few invocations)",

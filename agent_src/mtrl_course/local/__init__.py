@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -243,6 +244,64 @@ def serve_and_invoke_once(
     return record, games[0] if games else None, lines
 
 
+@dataclass(frozen=True)
+class InProcessInvocation:
+    """One rollout POSTed to an app in this kernel, and what the Job Runtime made of it."""
+
+    status: int  # the HTTP status the app answered
+    body: Any  # its JSON answer (or text)
+    record: Any  # the Job Runtime's TrajectoryRecord, or None: it never heard of this rollout
+    rejected: tuple[Any, ...]  # calls the Job Runtime refused meanwhile (RejectedCall)
+
+    @property
+    def reward_recorded(self) -> tuple[float, ...]:
+        """The rewards the Job Runtime recorded for the rollout: () when none arrived."""
+        return tuple(self.record.rewards or ()) if self.record is not None else ()
+
+
+def invoke_app_in_process(app: Any, task: str, *, job_arn: str, rollout_id: str) -> InProcessInvocation:
+    """POST one service-shaped rollout to `app` in this kernel and read the Job Runtime's record.
+
+    `app` is any `BedrockAgentCoreApp`, served with Starlette's test client (no port), so a
+    notebook can try a variant of `main.py`, such as one with its decorators stacked the wrong
+    way. A Job Runtime emulator with the untrained stand-in policy serves `job_arn`; the app's
+    model calls and the SDK's reward reports reach it through `RFT_RUNTIME_ENDPOINT`, as on
+    AgentCore. An app whose reward report never ran leaves no reward in the record, whatever
+    HTTP status it answered.
+    """
+    import json
+
+    from starlette.testclient import TestClient
+    from wordle_agent import rollout
+
+    from mtrl_course import config
+    from mtrl_course.local.policy import StandInPolicy
+
+    emulator = job_runtime().serve()
+    if job_arn in emulator.jobs():
+        emulator.set_policy(job_arn, StandInPolicy())
+    else:
+        emulator.register_job(job_arn, StandInPolicy())
+    already_rejected = len(emulator.rejections())
+    payload = {"prompt": task, "metadata": {"jobArn": job_arn, "rolloutId": rollout_id}}
+    try:
+        with config.environment({rollout.RUNTIME_ENDPOINT_ENV: emulator.endpoint}), TestClient(app) as client:
+            reply = client.post("/invocations", json=payload)
+        try:
+            body = reply.json()
+        except json.JSONDecodeError:
+            body = reply.text
+        known = rollout_id in {t.trajectory_id for t in emulator.trajectories(job_arn)}
+        return InProcessInvocation(
+            status=reply.status_code,
+            body=body,
+            record=emulator.trajectory(job_arn, rollout_id) if known else None,
+            rejected=tuple(emulator.rejections()[already_rejected:]),
+        )
+    finally:
+        emulator.stop()
+
+
 def play_through_handler(words: Iterable[str], solver: Any = None) -> Any:
     """The reference solver through the real rollout handler, in-process (a DataFrame per word)."""
     from mtrl_course.local.solver_model import play_through_handler as _play
@@ -264,4 +323,12 @@ def __getattr__(name: str) -> Any:
         from mtrl_course.local import runner
 
         return getattr(runner, name)
+    if name in ("EFFORTS",):
+        from mtrl_course.local import policy
+
+        return getattr(policy, name)
+    if name in ("MLFLOW_UI_WORKERS",):
+        from mtrl_course.local import mlflow_apps
+
+        return getattr(mlflow_apps, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
