@@ -203,8 +203,11 @@ def test_no_module_is_very_long(name):
     # About 700 lines of code is where a module stops being one concern. The exceptions are one
     # concern each (docs/DESIGN.md): the Job Runtime emulator (one protocol, many endpoints), the
     # dataset format (most of it the bounded, never-raising reader for hostile files), the job
-    # runner (one training loop with its faults), and the coding tasks (data: 68 task definitions).
+    # runner (one training loop with its faults), the coding tasks (data: 68 task definitions) and
+    # the command line (a third of it the parser's declarations, every option with its help text;
+    # the handlers are a few lines each and call the toolkit).
     exceptions = {
+        "mtrl_course.cli": 850,
         "mtrl_course.local.jobruntime": 950,
         "mtrl_course.dataset": 900,
         "mtrl_course.local.runner": 750,
