@@ -591,7 +591,7 @@ def play(
                         word=json.loads(task)["answer"].upper(),
                         reward=float(game.final_reward()) if game is not None else float(NO_PLAY_REWARD),
                         solved=bool(game is not None and game.solved),
-                        guesses=len(game.guesses) if game is not None else 0,
+                        guesses=len(game.policy_guesses) if game is not None else 0,
                         finish_reasons=tuple(str(s.finish_reason) for s in samples),
                         completion_tokens=sum(s.completion_tokens for s in samples),
                     )
@@ -614,8 +614,9 @@ def summarize(games: Sequence[Game]) -> dict[str, float]:
 
 
 def no_play_count(games: Sequence[Any]) -> int:
-    """Games (`wordle_agent.game.WordleGame`) that ended without a single valid guess."""
-    return sum(1 for g in games if not g.guesses)
+    """Games (`wordle_agent.game.WordleGame`) in which the policy made no valid guess (seeded
+    prior guesses do not count): the ones that score the floor reward."""
+    return sum(1 for g in games if not g.policy_guesses)
 
 
 def evaluate_checkpoints(
