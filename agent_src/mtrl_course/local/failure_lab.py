@@ -512,7 +512,9 @@ def run_training(
     hp = {name: entry["default"] for name, entry in hub.TRAINING_SPEC.items()}
     hp.update(DEFAULT_RUN)
     hp.update(hyperparameters or {})
-    name = f"failure-lab-{os.getpid()}-{next(_RUNS):03d}-s{seed}"
+    # Unique across kernels (adapters and checkpoints are files named after the job), and the
+    # timestamp suffix is the one the SDKs use, which the notebooks' output checks already mask.
+    name = f"failure-lab-{next(_RUNS):03d}-s{seed}-{time.strftime('%Y%m%d%H%M%S')}"
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     tracking = f"sqlite:///{state_dir / 'failure-lab-mlflow.db'}"
