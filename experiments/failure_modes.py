@@ -204,6 +204,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     from mtrl_course.aws import offline_backend
 
     offline_backend()
+    commit = _git_commit()  # the code that runs, even if commits land while it does
     started = time.monotonic()
     partial = args.output.with_suffix(".partial.json")
     done: dict[int, dict] = {}
@@ -227,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "seeds": list(args.seeds),
         "lr_steps": args.steps,
         "eval_words": EVAL_WORDS,
-        "git_commit": _git_commit(),
+        "git_commit": commit,
         "seconds": time.monotonic() - started,
         "per_seed": per_seed,
     }
