@@ -101,9 +101,7 @@ def run_checkpoints(seed: int, state: Path, progress: tqdm) -> dict[str, Any]:
     validation = {json.loads(t)["answer"].upper() for t in failure_lab.rows("validation")}
     train_games = [g for g in run.games if g.answer.upper() not in validation]
     val_games = [g for g in run.games if g.answer.upper() in validation]
-    served = failure_lab.evaluate_checkpoints(
-        run.checkpoints, failure_lab.rows("validation")[:EVAL_WORDS], seed=seed
-    )
+    served = failure_lab.evaluate_checkpoints(run.checkpoints, failure_lab.rows("validation")[:EVAL_WORDS], seed=seed)
     progress.set_postfix_str(f"seed {seed}: checkpoints evaluated")
     return {
         "seconds": run.seconds,
@@ -142,8 +140,13 @@ STEPS_PER_SEED = len(LR_CONFIGS) + 2
 def summary(values: Sequence[float]) -> dict[str, Any]:
     v = np.asarray(values, dtype=float)
     sd = float(v.std(ddof=1)) if len(v) > 1 else float("nan")
-    return {"mean": float(v.mean()), "sd": sd, "se": sd / np.sqrt(len(v)) if len(v) > 1 else float("nan"),
-            "n": int(len(v)), "values": [float(x) for x in v]}
+    return {
+        "mean": float(v.mean()),
+        "sd": sd,
+        "se": sd / np.sqrt(len(v)) if len(v) > 1 else float("nan"),
+        "n": int(len(v)),
+        "values": [float(x) for x in v],
+    }
 
 
 def statistics(per_seed: list[dict]) -> dict[str, dict[str, Any]]:
@@ -156,22 +159,35 @@ def statistics(per_seed: list[dict]) -> dict[str, dict[str, Any]]:
         stats[f"{name}: final zero-advantage groups (of 32)"] = summary(
             [r["steps"]["analysis/zero_adv_groups"][last] for r in runs]
         )
-        stats[f"{name}: final raw-text rate"] = summary([r["steps"]["standin/format/raw_text_rate"][last] for r in runs])
+        stats[f"{name}: final raw-text rate"] = summary(
+            [r["steps"]["standin/format/raw_text_rate"][last] for r in runs]
+        )
         norms = [r["steps"]["standin/adapter/norm"] for r in runs]
         stats[f"{name}: adapter norm change, steps 2 to last"] = summary([abs(n[last] - n["2"]) for n in norms])
         stats[f"{name}: served solve rate (T1)"] = summary([r["served_T1"]["solve_rate"] for r in runs])
     ck = [s["checkpoints"] for s in per_seed]
     for step in ck[0]["served_T1"]:
-        stats[f"checkpoint step {step}: served solve rate (T1)"] = summary([c["served_T1"][step]["solve_rate"] for c in ck])
-        stats[f"checkpoint step {step}: served mean reward (T1)"] = summary([c["served_T1"][step]["mean_reward"] for c in ck])
+        stats[f"checkpoint step {step}: served solve rate (T1)"] = summary(
+            [c["served_T1"][step]["solve_rate"] for c in ck]
+        )
+        stats[f"checkpoint step {step}: served mean reward (T1)"] = summary(
+            [c["served_T1"][step]["mean_reward"] for c in ck]
+        )
     for step in ck[0]["val_pass_at_1_T0"]:
         stats[f"validation step {step}: pass@1 (T0)"] = summary([c["val_pass_at_1_T0"][step] for c in ck])
     stats["no-play games per 1,000 training rollouts"] = summary(
         [1000 * c["no_play"]["train_no_play"] / c["no_play"]["train_games"] for c in ck]
     )
     for i, strategy in enumerate(failure_lab.STRATEGIES):
-        for key in ("signatures", "provider_resolutions", "starved", "rejected_403", "failed_rollouts",
-                    "latency_ms_p50", "latency_ms_p95"):
+        for key in (
+            "signatures",
+            "provider_resolutions",
+            "starved",
+            "rejected_403",
+            "failed_rollouts",
+            "latency_ms_p50",
+            "latency_ms_p95",
+        ):
             stats[f"tokens {strategy}: {key}"] = summary([s["tokens"][i][key] for s in per_seed])
     return stats
 
@@ -185,7 +201,9 @@ def table(stats: dict[str, dict[str, Any]]) -> str:
 
 def _git_commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -193,8 +211,15 @@ def _git_commit() -> str:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--steps", type=int, default=failure_lab.DEFAULT_RUN["max_steps"], help="steps of the learning-rate runs")
-    parser.add_argument("--only", nargs="+", choices=sorted(LR_CONFIGS), help="run only these learning-rate configurations (no evaluation, checkpoints or tokens)")
+    parser.add_argument(
+        "--steps", type=int, default=failure_lab.DEFAULT_RUN["max_steps"], help="steps of the learning-rate runs"
+    )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=sorted(LR_CONFIGS),
+        help="run only these learning-rate configurations (no evaluation, checkpoints or tokens)",
+    )
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--no-write", action="store_true", help="print the result only")
     parser.add_argument("--resume", action="store_true", help="reuse the seeds an interrupted run finished")

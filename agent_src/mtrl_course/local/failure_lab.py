@@ -53,7 +53,11 @@ BASE_MODEL = "openai-reasoning-gpt-oss-20b"
 DATA_DIR = config.REPO_ROOT / "data"
 # The walkthrough's concurrency: the runtime served 32 rollouts at once.
 CONCURRENCY = 32
-STRATEGY_FRESH, STRATEGY_HOUR, STRATEGY_COURSE = "fresh session per call", "one-hour cache", "course cache + re-sign on 403"
+STRATEGY_FRESH, STRATEGY_HOUR, STRATEGY_COURSE = (
+    "fresh session per call",
+    "one-hour cache",
+    "course cache + re-sign on 403",
+)
 STRATEGIES = (STRATEGY_FRESH, STRATEGY_HOUR, STRATEGY_COURSE)
 HOUR_S = 3600.0
 _LAB_ACCOUNT = "123456789012"
@@ -268,6 +272,8 @@ def _run_strategy(
     def one_rollout(_: int) -> bool:
         return all([call() for _ in range(calls_per_rollout)])
 
+    if rotate_after == 0:  # rotate_at 0: the credentials rotate before the first call
+        provider.rotate()
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         results = list(pool.map(one_rollout, range(rollouts)))
@@ -339,7 +345,7 @@ def decorator_order(reward: float = 1.25) -> list[FeedbackDemo]:
     arn = f"arn:aws:sagemaker:{REGION}:{account}:job/AgentRFT/failure-lab-decorators-{os.getpid()}"
     emulator.register_job(arn, StandInPolicy())
     endpoint = emulator.serve().endpoint
-    out = []
+    out: list[FeedbackDemo] = []
     # The app logs a JSON line per invocation to stdout; the lesson reads the emulator instead.
     app_logger = logging.getLogger("bedrock_agentcore.app")
     level = app_logger.level
@@ -359,7 +365,10 @@ def decorator_order(reward: float = 1.25) -> list[FeedbackDemo]:
                 sagemaker_rft_handler(app.entrypoint(handler))
             tid = f"decorators-{len(out)}"
             emulator.start_trajectory(arn, tid)
-            payload = {"prompt": "{}", "metadata": {"jobArn": arn, "trajectoryId": tid, "endpoint": endpoint, "region": REGION}}
+            payload = {
+                "prompt": "{}",
+                "metadata": {"jobArn": arn, "trajectoryId": tid, "endpoint": endpoint, "region": REGION},
+            }
             with _counting_feedback_signer() as count, TestClient(app) as client:
                 reply = client.post("/invocations", json=payload)
             record = emulator.trajectory(arn, tid)
@@ -398,7 +407,9 @@ class MemoryJob:
 
     category = "AgentRFT"
 
-    def __init__(self, name: str, hyperparameters: dict[str, Any], prompts: dict[str, list[str]], tracking_uri: str) -> None:
+    def __init__(
+        self, name: str, hyperparameters: dict[str, Any], prompts: dict[str, list[str]], tracking_uri: str
+    ) -> None:
         self.name = name
         account = _backend_account()
         self.arn = f"arn:aws:sagemaker:{REGION}:{account}:job/AgentRFT/{name}"
@@ -523,7 +534,11 @@ def run_training(
     adapters = state_dir / "adapters"
     options = runner.RunnerOptions(seed=seed, adapter_dir=adapters, fault=fault, checkpoint_every=checkpoint_every)
     games: list[Any] = []
-    observe = rollout.use_game_observer(lambda task_id, game: games.append(game)) if collect_games else contextlib.nullcontext()
+    observe = (
+        rollout.use_game_observer(lambda task_id, game: games.append(game))
+        if collect_games
+        else contextlib.nullcontext()
+    )
     started = time.monotonic()
     with raw_text_recovery(recovery), reasoning_effort(DEPLOYED_EFFORT), observe:
         runner.train(job, options)
@@ -579,7 +594,11 @@ def play(
     emulator.register_job(arn, StandInPolicy(adapter, seed=seed))
     finished: dict[str, Any] = {}
     out = []
-    with reasoning_effort(effort), fastlane.installed(), rollout.use_game_observer(lambda tid, g: finished.update({tid: g})):
+    with (
+        reasoning_effort(effort),
+        fastlane.installed(),
+        rollout.use_game_observer(lambda tid, g: finished.update({tid: g})),
+    ):
         for i, task in enumerate(tasks):
             task_id = json.loads(task)["id"]
             for r in range(rollouts):
@@ -622,8 +641,13 @@ def no_play_count(games: Sequence[Any]) -> int:
 
 
 def evaluate_checkpoints(
-    checkpoints: dict[int, Path], tasks: Sequence[str], *, seed: int, temperature: float = 1.0,
-    effort: str = DEPLOYED_EFFORT, progress: Callable[[int], None] | None = None,
+    checkpoints: dict[int, Path],
+    tasks: Sequence[str],
+    *,
+    seed: int,
+    temperature: float = 1.0,
+    effort: str = DEPLOYED_EFFORT,
+    progress: Callable[[int], None] | None = None,
 ) -> dict[int, dict[str, float]]:
     """Each checkpoint's `summarize(play(...))` at one serving setting; step 0 is the base."""
     out = {0: summarize(play(None, tasks, seed=seed, temperature=temperature, effort=effort))}
