@@ -22,6 +22,12 @@ Run:
     python experiments/failure_modes.py --seeds 1 2 3       # writes results/failure_modes.json
     python experiments/failure_modes.py --seeds 1 --no-write --only lr_1e-3_recovery_off --steps 2
 
+    python experiments/failure_modes.py --seeds 1 2 3 --plateau   # adds the plateau's curves
+
+4. The plateau's curves (`--plateau`, stored under "plateau" with its own command and commit):
+   group size 16 and 32 and the curriculum of experiments/standin_lessons.py point 5, at the same
+   equal episode budget, run again with validation every 2 steps and the training reward per step.
+
 `--resume` reuses the seeds an interrupted run finished. tests/test_failure_lab.py re-runs the
 first two steps of one configuration and checks them against the stored result.
 """
@@ -65,6 +71,14 @@ LR_CONFIGS = {
     "lr_1e-4_recovery_on": (1e-4, True),
 }
 EVAL_WORDS = 128  # the held-out words, once each at temperature 1
+# The plateau's next steps at an equal episode budget (experiments/standin_lessons.py point 5),
+# run again with validation every 2 steps so that they have curves: name -> overrides.
+PLATEAU = {
+    "group_16": {"group_size": 16, "global_batch_size": 16},
+    "group_32": {"group_size": 32, "global_batch_size": 8},
+    "curriculum": {},
+}
+PLATEAU_METRICS = ("val/reward/pass_at_1", "rollout/reward/mean")
 
 
 def _series(values: dict[int, float]) -> dict[str, float]:
@@ -135,6 +149,27 @@ def run_seed(seed: int, steps: int, only: Sequence[str] | None, progress: tqdm) 
 
 
 STEPS_PER_SEED = len(LR_CONFIGS) + 2
+
+
+def run_plateau(seed: int, state: Path, progress: tqdm) -> dict[str, Any]:
+    """Group 16 and 32 and the curriculum (standin_lessons' settings), with their curves."""
+    sys.path.insert(0, str(ROOT / "experiments"))
+    try:
+        import standin_lessons
+    finally:
+        sys.path.remove(str(ROOT / "experiments"))
+    out: dict[str, Any] = {"seed": seed}
+    for name, overrides in PLATEAU.items():
+        rows = standin_lessons.curriculum_rows(failure_lab.rows("training"), seed) if name == "curriculum" else None
+        run = failure_lab.run_training(
+            seed, state_dir=state, hyperparameters=overrides, train_rows=rows, metric_keys=PLATEAU_METRICS
+        )
+        if run.job.failure:
+            raise RuntimeError(f"{name} seed {seed} failed: {run.job.failure}")
+        out[name] = {"seconds": run.seconds, **{key: _series(run.metrics[key]) for key in PLATEAU_METRICS}}
+        progress.set_postfix_str(f"seed {seed}: {name}")
+        progress.update(1)
+    return out
 
 
 def summary(values: Sequence[float]) -> dict[str, Any]:
@@ -220,6 +255,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         choices=sorted(LR_CONFIGS),
         help="run only these learning-rate configurations (no evaluation, checkpoints or tokens)",
     )
+    parser.add_argument(
+        "--plateau",
+        action="store_true",
+        help="run only the plateau's curves (group 16, 32, curriculum) and add them to the stored result",
+    )
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--no-write", action="store_true", help="print the result only")
     parser.add_argument("--resume", action="store_true", help="reuse the seeds an interrupted run finished")
@@ -231,6 +271,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     offline_backend()
     commit = _git_commit()  # the code that runs, even if commits land while it does
     started = time.monotonic()
+    if args.plateau:
+        return _plateau_main(args, commit, started)
     partial = args.output.with_suffix(".partial.json")
     done: dict[int, dict] = {}
     if args.resume and partial.is_file():
@@ -266,6 +308,26 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         print(f"wrote {args.output}")
         partial.unlink(missing_ok=True)
     return result
+
+
+def _plateau_main(args: argparse.Namespace, commit: str, started: float) -> dict[str, Any]:
+    per_seed = []
+    with tqdm(total=len(PLATEAU) * len(args.seeds), desc="plateau curves", file=sys.stderr) as progress:
+        for seed in args.seeds:
+            per_seed.append(run_plateau(seed, Path(os.environ["MTRL_STATE_DIR"]) / f"plateau{seed}", progress))
+    plateau = {
+        "command": "python experiments/failure_modes.py " + " ".join(sys.argv[1:]),
+        "seeds": list(args.seeds),
+        "git_commit": commit,
+        "seconds": time.monotonic() - started,
+        "per_seed": per_seed,
+    }
+    if not args.no_write:
+        result = json.loads(args.output.read_text())
+        result["plateau"] = plateau
+        args.output.write_text(json.dumps(result, indent=1) + "\n")
+        print(f"added the plateau curves to {args.output}")
+    return plateau
 
 
 if __name__ == "__main__":
