@@ -259,3 +259,23 @@ def test_one_cheap_configuration_reproduces_the_stored_steps(backend, stored, tm
     for key, values in rerun["steps"].items():
         for step, value in values.items():
             assert value == pytest.approx(kept[key][step], abs=1e-9), (key, step)
+
+
+def test_the_plateau_curves_end_where_the_lessons_experiment_ended(stored):
+    # Validation does not change what a run trains: re-run with validation every 2 steps, each
+    # run's last validation must equal the one experiments/standin_lessons.py stored.
+    lessons = json.loads((ROOT / "experiments" / "results" / "standin_lessons.json").read_text())
+    kept = {s["seed"]: s for s in lessons["per_seed"]}
+    plateau = stored["plateau"]
+    assert plateau["command"].startswith("python experiments/failure_modes.py") and "--plateau" in plateau["command"]
+    for run in plateau["per_seed"]:
+        before = kept[run["seed"]]
+        expected = {
+            "group_16": before["group_size"]["16"]["final_val"],
+            "group_32": before["group_size"]["32"]["final_val"],
+            "curriculum": before["curriculum"]["final_val"],
+        }
+        for name, value in expected.items():
+            curve = run[name]["val/reward/pass_at_1"]
+            assert sorted(int(k) for k in curve) == [0, 2, 4, 6, 8, 10], name
+            assert curve["10"] == pytest.approx(value, abs=1e-12), (name, run["seed"])
