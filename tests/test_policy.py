@@ -232,6 +232,25 @@ def test_reasoning_effort_changes_candidates_and_token_counts():
     assert policy.complete(request(messages), slot(2))["usage"]["completion_tokens"] == counts["medium"]
 
 
+@given(st.integers(1, 400), st.sampled_from(["low", "medium", "high"]), st.integers(0, 20))
+def test_a_reply_longer_than_max_tokens_is_cut_there_without_a_call(cap, effort, rollout):
+    # Notebook 10: a token cap too small for the effort's reasoning means no call before the cap.
+    policy = StandInPolicy()
+    messages = conversation("PASTE", ["CRANE"])
+    key = (5, 0, 1, 0, rollout, 0)
+    free = policy.complete(request(messages, effort=effort), slot(1, key=key))
+    capped = policy.complete({**request(messages, effort=effort), "max_tokens": cap}, slot(1, key=key))
+    needed = free["usage"]["completion_tokens"]
+    if cap >= needed:
+        assert capped["choices"] == free["choices"] and capped["usage"] == free["usage"]
+    else:
+        message = capped["choices"][0]["message"]
+        assert "tool_calls" not in message and capped["choices"][0]["finish_reason"] == "length"
+        assert capped["usage"]["completion_tokens"] == cap
+        assert count_tokens(message["content"]) <= cap
+        assert capped["policy_trace"]["kind"] == "truncated"  # not a guess the gradient could credit
+
+
 def test_prompt_tokens_count_every_message_piece():
     messages = [
         {"role": "system", "content": "two words"},

@@ -218,6 +218,27 @@ def test_raw_text_guesses_are_recovered_with_the_penalty(
     assert "recovered 2 guess" in caplog.text
 
 
+@pytest.mark.parametrize("value", ["off", "0", "False", " no "])
+def test_raw_text_recovery_can_be_switched_off_for_experiments(
+    server: FakePolicyServer, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    # Notebook 10's experiment: without recovery a policy that writes its calls as text plays no
+    # valid guess and every such rollout scores the floor.
+    monkeypatch.setenv(rollout.RAW_TEXT_RECOVERY_ENV, value)
+    assert rollout.read_settings().recover_raw_text is False
+    server.reset(always(Text('First guess_word("slate"), then <__parameter=guess>CRANE</__parameter>')))
+    assert run_rollout(payload(server)) == {"reward": NO_PLAY_REWARD}
+
+
+@pytest.mark.parametrize("value", [None, "", "on", "1", "yes", "anything else"])
+def test_raw_text_recovery_is_on_unless_switched_off(monkeypatch: pytest.MonkeyPatch, value: str | None) -> None:
+    if value is None:
+        monkeypatch.delenv(rollout.RAW_TEXT_RECOVERY_ENV, raising=False)
+    else:
+        monkeypatch.setenv(rollout.RAW_TEXT_RECOVERY_ENV, value)
+    assert rollout.read_settings().recover_raw_text is True
+
+
 def test_recovery_skips_words_already_played_by_tool_calls(server: FakePolicyServer) -> None:
     server.reset(guesses("SLATE", then=Text('Next: {"guess": "slate"} and {"guess": "crane"}')))
     result = run_rollout(payload(server))

@@ -77,6 +77,11 @@ REASONING_EFFORT_ENV = "REASONING_EFFORT"
 REASONING_PROMPT_HINT_ENV = "REASONING_PROMPT_HINT"
 ROLLOUT_BUDGET_ENV = "ROLLOUT_BUDGET_SECONDS"
 RUNTIME_ENDPOINT_ENV = "RFT_RUNTIME_ENDPOINT"
+# Raw-text recovery (wordle_agent.recovery) is on unless this says "0", "false", "no" or "off".
+# Only for experiments: notebook 10 turns it off to show what a too-high learning rate did
+# before the agent read guesses back out of text (every rollout at the floor, no gradient).
+RAW_TEXT_RECOVERY_ENV = "RAW_TEXT_RECOVERY"
+FALSE_WORDS = ("0", "false", "no", "off")
 # gpt-oss reads these levels; anything else (unset, "off", a typo) sends no effort at all.
 REASONING_LEVELS = ("low", "medium", "high")
 TRUE_WORDS = ("1", "true", "yes", "on")
@@ -345,6 +350,7 @@ class RolloutSettings:
     budget_seconds: float
     region: str
     runtime_endpoint: str | None
+    recover_raw_text: bool = True
 
 
 def read_settings() -> RolloutSettings:
@@ -367,12 +373,14 @@ def read_settings() -> RolloutSettings:
             )
             budget = DEFAULT_BUDGET_SECONDS
     endpoint = os.environ.get(RUNTIME_ENDPOINT_ENV, "").strip().rstrip("/") or None
+    recovery = os.environ.get(RAW_TEXT_RECOVERY_ENV, "").strip().lower() not in FALSE_WORDS
     return RolloutSettings(
         reasoning_effort=effort if effort in REASONING_LEVELS else None,
         prompt_hint=hint,
         budget_seconds=budget,
         region=default_region(),
         runtime_endpoint=endpoint,
+        recover_raw_text=recovery,
     )
 
 
@@ -754,7 +762,7 @@ def _play_rollout_in_region(payload: dict[str, Any], started: float, settings: R
         break
 
     recovered = 0
-    if not game.over:
+    if not game.over and settings.recover_raw_text:
         recovered = _recover_raw_text_guesses(game, conversations)
         if recovered:
             logger.warning(

@@ -268,9 +268,10 @@ NOTEBOOKS: tuple[Entry, ...] = (
         title="Deep dive: what went wrong",
         summary="Reproduce the walkthrough's failures in the order you would hit them (tokens "
         "under concurrency, rollouts that never sample, tool calls drifting into text, the "
-        "plateau) and their fixes.",
+        "plateau) and their fixes on real calls and real training of the stand-in, and evaluate "
+        "checkpoints at serving settings.",
         modes=_NO_LIVE_PART,
-        offline_seconds=None,
+        offline_seconds=37,
         live_time=None,
         live_cost=None,
         prerequisites=("05",),

@@ -6,8 +6,8 @@ its numbers are its own and say nothing about any real model.
 
 What it reads. Only the request: the conversation's messages (the `guess_word` tool's answers
 are parsed back into (guess, marks) clues by `mtrl_course.local.transcript`), the tools offered,
-`temperature` and `reasoning_effort` (`top_p` and `max_tokens` are accepted and ignored: its
-answers are far shorter than any cap). It never sees the secret word. Like a language model that
+`temperature` and `reasoning_effort` (`top_p` is accepted and ignored; `max_tokens` cuts a reply
+that would be longer, see "Token cap" below). It never sees the secret word. Like a language model that
 knows English, it knows the word lists (`wordle_agent.words`). Its random draws come from the
 trajectory the service opened (the emulator passes it along): a key of integers the runner puts
 in the trajectory's info (seed, phase, step, prompt row, rollout index, attempt) plus the turn
@@ -98,6 +98,11 @@ learning_rate x alpha / rank"). ADAPTER_SCALE was picked so that 1e-5, the rate 
 recommends, trains the stand-in in a handful of steps. Measured with it: 1e-4 swings into raw
 text for a step or two and recovers; 1e-3 collapses into raw text for good. That scale is a
 choice made for the lesson, not a finding about any real model.
+
+Token cap. A reply longer than the request's `max_tokens` is cut there, finish reason "length",
+and carries no tool call (the call would have come after the reasoning). The service's default
+cap (8,192) is far above any reply it writes unless it loops; a cap set below what the effort
+writes per turn (a few tens of pieces at medium effort) means no turn ever reaches its call.
 
 Token counts (the billing analogue). A "token" is one whitespace-separated piece of text.
 Completion tokens: the pieces of the reply's text plus, per tool call, the pieces of its name and
@@ -642,6 +647,13 @@ class StandInPolicy:
                 tail = NO_CALL_TEXT
             content = f"{reasoning}\n{tail}" if reasoning else tail
             completion = count_tokens(content)
+        if max_tokens is not None and completion > max_tokens:
+            # A cap below what the effort writes: the reasoning is cut off before the call, as a
+            # model's reply is cut at max_tokens (finish reason "length"). The word never reached
+            # the game, so the trace is not a guess the gradient could credit.
+            cut = " ".join((content or "").split()[: int(max_tokens)])
+            trace.update(kind="truncated")
+            return Decision(cut, None, trace, prompt_tokens, int(max_tokens), LOOP_FINISH_REASON)
         return Decision(content, tool_call, trace, prompt_tokens, max(1, completion))
 
     # -- pieces ---------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ Runtime (`end_session`), so a reward its agent reports afterwards is refused: no
 recorded for a rollout the service was told failed. One reported before the failure counts.
 
 Course options (`RunnerOptions`): lane, seed, workers, fault, fault_step, reward_grace_seconds,
-adapter_dir and reward. `reward` selects what the rollouts report (fast lane only, because it
+adapter_dir, reward and checkpoint_every. `reward` selects what the rollouts report (fast lane only, because it
 swaps the handler as the faults do): "tiered" (default: the deployed agent's own
 `game.final_reward()`, untouched), "outcome_only" (the same tiers without the shaping term) or
 "legacy" (`wordle_agent.reward.legacy_reward`, the first, summed design). The game is played by
@@ -164,6 +164,10 @@ class RunnerOptions:
     reward_grace_seconds: float = REWARD_GRACE_S
     adapter_dir: Path = ADAPTER_DIR
     reward: str = REWARD_TIERED
+    # Save the adapter every this many steps as `<job>-step<NNN>.json` in adapter_dir (0: never),
+    # the analogue of the service's intermediate checkpoints: notebook 10 evaluates them at
+    # serving settings to ask whether training longer helps where the model is served.
+    checkpoint_every: int = 0
 
     def __post_init__(self) -> None:
         if self.lane not in LANES:
@@ -178,6 +182,8 @@ class RunnerOptions:
             raise ValueError(f"fault {self.fault!r} swaps the rollout handler, which only the fast lane can do")
         if self.workers is not None and self.workers < 1:
             raise ValueError(f"workers must be at least 1, got {self.workers}")
+        if self.checkpoint_every < 0:
+            raise ValueError(f"checkpoint_every must be 0 (off) or a number of steps, got {self.checkpoint_every}")
 
 
 # --- the Job Runtime the runners use ------------------------------------------------------------
@@ -817,6 +823,8 @@ class _Training:
         update_started = time.monotonic()
         self.adapter = grpo.update(self.adapter, batch, self.optimizer, step).adapter
         update_seconds = time.monotonic() - update_started
+        if self.options.checkpoint_every and step % self.options.checkpoint_every == 0:
+            self.adapter.save(checkpoint_path(self.options.adapter_dir, self.job.name, step))
         policy = StandInPolicy(self.adapter, seed=self.options.seed)
         self.session.set_policy(policy)
         train_tokens = sum(o.record.tokens for o in outcomes)
@@ -852,6 +860,11 @@ class _Training:
         values["timing_s/eval"] = time.monotonic() - started
         self.mlflow.log(values, step)
         return True
+
+
+def checkpoint_path(directory: Path, job_name: str, step: int) -> Path:
+    """Where `checkpoint_every` saves the adapter of `job_name` after training step `step`."""
+    return Path(directory) / f"{job_name}-step{int(step):03d}.json"
 
 
 def train(job: ReportingJob, options: RunnerOptions) -> None:
