@@ -69,7 +69,7 @@ venv: $(STAMP)
 # the committed notebooks are left as they are: `make notebooks` rewrites them on purpose).
 course: $(STAMP)
 	$(BIN)/mtrl course
-	$(BIN)/mtrl notebooks run 00 01 02 03 04 05 06 07 08 11 --no-store
+	$(BIN)/mtrl notebooks run 00 01 02 03 04 05 06 07 08 09 10 11 --no-store
 
 # Two or more workers (pytest-xdist): modules stay whole on one worker and the notebooks run in
 # order on one worker (see tests/notebooks_conftest_plugin.py).
