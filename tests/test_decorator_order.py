@@ -45,9 +45,11 @@ def test_reversed_decorators_answer_200_but_record_no_reward(offline):
     def handle_reversed(payload: dict) -> dict:
         return rollout.run_rollout(payload)
 
-    done = local.invoke_app_in_process(
-        reversed_app, _task(), job_arn=_job_arn(aws.session()), rollout_id="order-wrong-0001"
-    )
+    # The SDK's only hint: a warning that the model client found no rollout context.
+    with pytest.warns(UserWarning, match="no rollout context set"):
+        done = local.invoke_app_in_process(
+            reversed_app, _task(), job_arn=_job_arn(aws.session()), rollout_id="order-wrong-0001"
+        )
     # AgentCore calls the bare function: HTTP 200 with a reward, so nothing looks wrong ...
     assert done.status == 200 and isinstance(done.body["reward"], float)
     # ... but the SDK's wrapper never ran: no rollout context, so the model calls carried no job
