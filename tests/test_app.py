@@ -297,4 +297,6 @@ def test_generated_hostile_payloads_get_a_reward(
 def test_enough_generated_payloads_were_tried() -> None:
     # Runs after the property test in file order; guards against a strategy that collapses.
     assert Tally.examples >= HOSTILE_EXAMPLES
-    assert Tally.with_feedback >= HOSTILE_EXAMPLES // 4
+    # 64 of 200 on an idle machine; 47 once at load average 9 (Hypothesis's generation was not
+    # the same there), so the bound guards against a collapsed strategy, not against load.
+    assert Tally.with_feedback >= HOSTILE_EXAMPLES // 8
