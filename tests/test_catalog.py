@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import Path
 
 import pytest
 from mtrl_course.curriculum import catalog, executor
@@ -137,3 +138,14 @@ def test_readme_block_matches_the_catalog() -> None:
 def test_existing_notebooks_are_in_sync() -> None:
     stale = [m for m in executor.sync(readme=False, check=True)]
     assert stale == [], "run `mtrl notebooks sync`: " + "; ".join(stale)
+
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "INSTRUCTOR_GUIDE.md"
+GUIDE_ROW = re.compile(r"^\| (\d\d) · [^|]+\| about (\d+) s", re.MULTILINE)
+
+
+def test_instructor_guide_times_are_the_catalogs() -> None:
+    # The guide's timing table is written by hand; a re-recorded catalog must not leave it stale.
+    stated = {number: int(seconds) for number, seconds in GUIDE_ROW.findall(GUIDE.read_text(encoding="utf-8"))}
+    measured = {entry.nn: entry.offline_seconds for entry in catalog.NOTEBOOKS}
+    assert stated == measured

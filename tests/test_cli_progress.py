@@ -209,6 +209,19 @@ def test_no_time_note_for_a_notebook_not_yet_measured():
     assert executor.time_note("09_x.ipynb", 500.0, None) is None
 
 
+def test_a_notebook_run_without_its_prerequisites_is_told_why_it_took_longer(capsys):
+    alone = [
+        {"notebook": "06_monitor_in_mlflow.ipynb", "seconds": 500.0, "cells": 1, "stderr cells": 0, "status": "ok"}
+    ]
+    executor.print_results(alone, store=False)
+    note = capsys.readouterr().out.splitlines()[-1]
+    assert note.startswith("note: 06_monitor_in_mlflow.ipynb") and "05 did not run before it" in note
+    in_order = [dict(alone[0], notebook="05_launch_training.ipynb", seconds=70.0), *alone]
+    executor.print_results(in_order, store=False)
+    note = capsys.readouterr().out.splitlines()[-1]
+    assert "did not run before it" not in note and "busier or slower machine" in note
+
+
 # --------------------------------------------------------------------------------- record-times
 @pytest.fixture
 def catalog_copy(monkeypatch, tmp_path):
