@@ -48,7 +48,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 # The offline state (MLflow store, adapters) goes to a scratch folder: the experiment must never
@@ -60,6 +59,7 @@ import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from mtrl_course.local import fastlane, hub, runner  # noqa: E402
+from mtrl_course.local.failure_lab import MemoryJob  # noqa: E402
 from mtrl_course.local.jobruntime import JobRuntimeEmulator  # noqa: E402
 from mtrl_course.local.policy import BASE_WEIGHTS, FEATURE_NAMES, Adapter, StandInPolicy  # noqa: E402
 from mtrl_course.training import OFFLINE_HYPERPARAMETERS, WALKTHROUGH_OVERRIDES  # noqa: E402
@@ -73,7 +73,6 @@ DEPLOYED_EFFORT = "low"  # resources.DEFAULT_REASONING_EFFORT, what the walkthro
 EFFORTS = ("low", "medium")
 TEMPERATURES = (0.0, 1.0)
 INSTRUCTION = "Guess the hidden 5-letter word."
-MODEL = "openai-reasoning-gpt-oss-20b"
 REGION = "us-east-1"
 # Evaluation size per budget: (words, rollouts per word).
 BUDGETS = {"full": (128, 2), "quick": (64, 1)}
@@ -88,70 +87,6 @@ EPISODES_PER_STEP = 256
 
 
 # --- an in-memory training job for the real runner ---------------------------------------------
-
-
-class MemoryJob:
-    """Just enough of the local service's job (`runner.ReportingJob`) for `runner.train`."""
-
-    category = "AgentRFT"
-
-    def __init__(
-        self, name: str, hyperparameters: dict[str, Any], prompts: dict[str, list[str]], account: str, tracking_uri: str
-    ) -> None:
-        self.name = name
-        self.arn = f"arn:aws:sagemaker:{REGION}:{account}:job/AgentRFT/{name}"
-        self.config = SimpleNamespace(
-            base_model=MODEL, input_model_package_arn=None, output_model_package_group_arn=None, region=REGION
-        )
-        self._hp = hyperparameters
-        self._prompts = prompts
-        self._tracking_uri = tracking_uri
-        self.failure: str | None = None
-        self.run_id = ""
-
-    @property
-    def hyperparameters(self) -> dict[str, Any]:
-        return self._hp
-
-    @property
-    def runtime_arn(self) -> str:
-        return f"arn:aws:bedrock-agentcore:{REGION}:123456789012:runtime/standin-lessons-none"
-
-    @property
-    def mlflow_tracking_uri(self) -> str:
-        return self._tracking_uri
-
-    def prompts(self, channel: str) -> list[str]:
-        return list(self._prompts.get(channel, []))
-
-    def set_secondary(self, status: str, message: str = "") -> None: ...
-    def update_progress(self, **info: Any) -> None: ...
-    def set_rollout_info(self, total: int, completed: int) -> None: ...
-    def add_billable_tokens(self, prefill: int = 0, sample: int = 0, train: int = 0) -> None: ...
-    def register_output_model_package(self, description: str = "", checkpoint: bool = False) -> str:
-        return ""
-
-    def log(self, message: str) -> None: ...
-    def should_stop(self) -> bool:
-        return False
-
-    def fail(self, reason: str) -> None:
-        self.failure = reason
-
-    def start_mlflow_run(self) -> tuple[str, str]:
-        from mlflow.tracking import MlflowClient
-
-        client = MlflowClient(tracking_uri=self._tracking_uri)
-        experiment = client.get_experiment_by_name("standin-lessons")
-        experiment_id = experiment.experiment_id if experiment else client.create_experiment("standin-lessons")
-        self.run_id = client.create_run(experiment_id, run_name=self.name).info.run_id
-        return str(experiment_id), self.run_id
-
-    def metric(self, key: str) -> dict[int, float]:
-        from mlflow.tracking import MlflowClient
-
-        history = MlflowClient(tracking_uri=self._tracking_uri).get_metric_history(self.run_id, key)
-        return {m.step: m.value for m in history}
 
 
 def _rows(split: str) -> list[str]:
@@ -228,7 +163,7 @@ class Lab:
         # Job names allow no underscore ("outcome_only"): the ARN check refuses them.
         name = f"lessons-{self.runs:03d}-s{seed}-{reward.replace('_', '-')}"
         prompts = {"train": train_rows or _rows("training"), "validation": _rows("validation")}
-        job = MemoryJob(name, hp, prompts, self.account, self.tracking_uri)
+        job = MemoryJob(name, hp, prompts, self.tracking_uri, experiment="standin-lessons")
         if start is not None:
             package = f"arn:aws:sagemaker:{REGION}:{self.account}:model-package/lessons/{self.runs}"
             runner.register_adapter(self.adapter_dir, package, start.save(self.adapter_dir / f"start-{name}.json"))

@@ -408,9 +408,16 @@ class MemoryJob:
     category = "AgentRFT"
 
     def __init__(
-        self, name: str, hyperparameters: dict[str, Any], prompts: dict[str, list[str]], tracking_uri: str
+        self,
+        name: str,
+        hyperparameters: dict[str, Any],
+        prompts: dict[str, list[str]],
+        tracking_uri: str,
+        *,
+        experiment: str = "failure-lab",
     ) -> None:
         self.name = name
+        self.experiment = experiment  # the MLflow experiment its runs are logged under
         account = _backend_account()
         self.arn = f"arn:aws:sagemaker:{REGION}:{account}:job/AgentRFT/{name}"
         self.config = SimpleNamespace(
@@ -447,8 +454,8 @@ class MemoryJob:
         from mlflow.tracking import MlflowClient
 
         client = MlflowClient(tracking_uri=self.mlflow_tracking_uri)
-        experiment = client.get_experiment_by_name("failure-lab")
-        experiment_id = experiment.experiment_id if experiment else client.create_experiment("failure-lab")
+        experiment = client.get_experiment_by_name(self.experiment)
+        experiment_id = experiment.experiment_id if experiment else client.create_experiment(self.experiment)
         self.run_id = client.create_run(experiment_id, run_name=self.name).info.run_id
         return str(experiment_id), self.run_id
 
