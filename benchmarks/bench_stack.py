@@ -64,7 +64,6 @@ CHILD_START_TIMEOUT_S = 120.0
 # the training runner serve the agent: measured side by side, two processes changed neither
 # path's CPU per episode (83 and 285 ms with two, 82 and 274 ms with one, load about 10).
 DEFAULT_WORKERS = 1
-FAST_LANE_WORKERS = 2  # as the training runner's fast lane (more threads only contend for the GIL)
 TEMPERATURE = 1.0
 SEED = 7
 TARGET_FAST_EPISODES_PER_S = 40.0
@@ -139,6 +138,7 @@ def _emulator():
 def fast_lane(emulator, prompts: list[str], episodes: int, run: int) -> Measure:
     from mtrl_course.local import fastlane
     from mtrl_course.local.policy import StandInPolicy
+    from mtrl_course.local.runner import FAST_LANE_WORKERS  # as the training runner plays
 
     arn = _job_arn("fast")
     emulator.register_job(arn, StandInPolicy(seed=SEED))
@@ -436,7 +436,9 @@ def main(argv: list[str] | None = None) -> int:
         f"  machine load (1-minute average, {os.cpu_count()} cores): {load_before[0]:.1f} before, {load_after[0]:.1f} after"
     )
     print(f"  {'path':<38} {'episodes/s':>10} {'model calls/s':>13} {'guesses/s':>10} {'CPU ms/episode':>15}")
-    print(_row(f"fast lane ({FAST_LANE_WORKERS} threads)", fast))
+    from mtrl_course.local.runner import FAST_LANE_WORKERS
+
+    print(_row(f"fast lane ({FAST_LANE_WORKERS} thread(s))", fast))
     print(_row(f"full HTTP path ({args.concurrency} concurrent)", http))
     print(_row(f"stock settings ({args.concurrency} concurrent)", stock))
     print(_row("stock settings (sequential)", stock_seq))

@@ -225,6 +225,20 @@ def test_the_feedback_signer_follows_a_change_of_the_environments_credentials(mo
     assert first.access_key != second.access_key == "testing-other-access-key"
 
 
+def test_a_cached_token_is_re_signed_when_the_environments_credentials_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before this, a token cached under the old key was sent once more and refused (HTTP 403):
+    # a process whose AWS_ACCESS_KEY_ID changed (a new offline backend, a learner's new keys)
+    # saw one rejected model call per Region.
+    cache = TokenCache()
+    first = cache.get("us-east-1")
+    assert cache.get("us-east-1") == first and cache.mints == 1
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing-other-access-key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "another-secret")
+    second = cache.get("us-east-1")
+    assert parse_token_of(second).access_key == "testing-other-access-key" and cache.mints == 2
+    assert cache.get("us-east-1") == second and cache.mints == 2
+
+
 def parse_token_of(token: str):
     from mtrl_course.local.tokens import parse_token
 

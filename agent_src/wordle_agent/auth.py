@@ -127,23 +127,28 @@ class TokenCache:
         self._clock = clock
         self._sleep = sleep
         self._lock = threading.Lock()
-        self._tokens: dict[str, tuple[str, float]] = {}  # region -> (token, expires_at)
+        # region -> (token, expires_at, the environment's access key when it was signed)
+        self._tokens: dict[str, tuple[str, float, str | None]] = {}
         self._session: Any = None  # botocore session, created on first use
 
     def get(self, region: str | None = None) -> str:
         """Return a valid bearer token for ``region`` (default: the environment's Region)."""
         region = region or default_region()
+        # A token signed before the process's AWS_ACCESS_KEY_ID changed names the old key: the
+        # endpoint would refuse it (403) once, so it is re-signed instead (a dictionary lookup).
+        environment_key = os.environ.get(ACCESS_KEY_ENV)
         # Double-checked expiry: the common case (a fresh token) takes no lock, and when it has
         # expired only the first of many concurrent callers signs; the rest wait for it.
         cached = self._tokens.get(region)
-        if cached is not None and self._clock() < cached[1]:
+        if cached is not None and self._clock() < cached[1] and cached[2] == environment_key:
             return cached[0]
         with self._lock:
             cached = self._tokens.get(region)
-            if cached is not None and self._clock() < cached[1]:
+            if cached is not None and self._clock() < cached[1] and cached[2] == environment_key:
                 return cached[0]
+            self._drop_session_if_environment_changed()
             token = self._mint_with_retries(region)
-            self._tokens[region] = (token, self._clock() + self.ttl_seconds)
+            self._tokens[region] = (token, self._clock() + self.ttl_seconds, environment_key)
             return token
 
     def invalidate(self, region: str | None = None, token: str | None = None) -> None:

@@ -545,18 +545,18 @@ def _run_with_deadline(make_coro: Callable[[], Awaitable[Any]], timeout: float) 
 
 
 def _guess_tool(game: WordleGame) -> Any:
-    lock = threading.Lock()
-
+    # A coroutine, not a plain function: Strands runs a synchronous tool in a worker thread (one
+    # thread per call), while a coroutine runs on the agent's own event loop. The game needs no
+    # lock: the sequential executor runs one call at a time on that single loop.
     @tool(name=TOOL_NAME, context=True)
-    def guess_word(guess: str, tool_context: ToolContext) -> str:
+    async def guess_word(guess: str, tool_context: ToolContext) -> str:
         """Play one Wordle guess and get feedback for each letter plus a summary of what is known.
 
         Args:
             guess: One five-letter English word, letters a-z only, for example CRANE.
         """
-        with lock:
-            answer = game.guess(guess)
-            finished = game.over or game.limit_reached
+        answer = game.guess(guess)
+        finished = game.over or game.limit_reached
         if finished:
             # Nothing is left to play: end the loop instead of paying for a closing model turn.
             tool_context.agent.cancel(after_current_tools=True)

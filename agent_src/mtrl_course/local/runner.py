@@ -101,8 +101,9 @@ FAULTS = (FAULT_AUTH, FAULT_AGENT_ERROR, FAULT_MISSING_REWARD, FAULT_RESTART)
 FAST_LANE_ONLY_FAULTS = (FAULT_AGENT_ERROR, FAULT_MISSING_REWARD)
 REWARD_TIERED, REWARD_OUTCOME_ONLY, REWARD_LEGACY = "tiered", "outcome_only", "legacy"
 REWARD_VARIANTS = (REWARD_TIERED, REWARD_OUTCOME_ONLY, REWARD_LEGACY)
-# The fast lane is CPU-bound Python: more threads only contend for the GIL.
-FAST_LANE_WORKERS = 2
+# The fast lane is CPU-bound Python: a second thread only contends for the GIL. Measured on two
+# cores (3 training steps of 256 episodes): 2 threads took 40% more CPU than 1 for the same result.
+FAST_LANE_WORKERS = 1
 # The full lane waits on HTTP; the service's own bound (rollout_max_concurrency, 32 to 96) is
 # far more than two cores can serve.
 FULL_LANE_WORKERS = 8
