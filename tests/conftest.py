@@ -78,3 +78,25 @@ def pytest_configure(config: pytest.Config) -> None:
     from mtrl_course import aws
 
     aws.install_network_guard()
+
+
+@pytest.fixture
+def offline_backend(tmp_path):
+    """A fresh offline backend whose state lives in this test's own folder; reset again after.
+
+    The reset afterwards drops what the test created (moto's records, runtimes, jobs), so the
+    next test on this worker starts from nothing whatever this one left behind.
+    """
+    from mtrl_course import aws
+
+    backend = aws.reset_offline(tmp_path / "state")
+    yield backend
+    aws.reset_offline(tmp_path / "state")
+
+
+@pytest.fixture
+def offline_session(offline_backend):
+    """A boto3 session on a fresh offline backend (see `offline_backend`)."""
+    from mtrl_course import aws
+
+    return aws.session()

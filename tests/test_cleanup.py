@@ -18,14 +18,12 @@ UNRELATED_GROUP = "fraud-model-registry"
 
 
 @pytest.fixture
-def offline(tmp_path, monkeypatch):
+def offline(tmp_path, monkeypatch, offline_session):
     monkeypatch.delenv(storage.BUCKET_ENV_VAR, raising=False)
     monkeypatch.delenv(naming.RUN_ID_ENV_VAR, raising=False)
     # Only the test's own folder is searched for the evaluator's file: never the checkout.
     monkeypatch.setattr(cleanup, "_file_places", lambda: {tmp_path})
-    aws.reset_offline(tmp_path / "state")
-    yield aws.session()
-    aws.reset_offline(tmp_path / "state")
+    return offline_session
 
 
 def make_course_resources(session, tmp_path) -> None:

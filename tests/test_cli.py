@@ -14,10 +14,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:register_new_resolver:UserWarnin
 
 
 @pytest.fixture
-def offline(tmp_path):
-    backend = aws.reset_offline(tmp_path / "state")
-    yield backend
-    aws.reset_offline(tmp_path / "state")
+def offline(offline_backend):
+    return offline_backend
 
 
 def run(capsys, *argv: str) -> tuple[int, str]:

@@ -12,10 +12,8 @@ from wordle_agent import main, rollout
 
 
 @pytest.fixture
-def offline(tmp_path):
-    backend = aws.reset_offline(tmp_path / "state")
-    yield backend
-    aws.reset_offline(tmp_path / "state")
+def offline(offline_backend):
+    return offline_backend
 
 
 def _job_arn(session) -> str:

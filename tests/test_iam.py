@@ -7,17 +7,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from mtrl_course import aws, config, iam, naming
+from mtrl_course import config, iam, naming
 
 # Built at run time so no real-looking account ID is written in a committed file.
 REAL_LOOKING = "4" + "0" * 7 + "9876"
 
 
 @pytest.fixture
-def offline(tmp_path):
-    aws.reset_offline(tmp_path / "state")
-    yield aws.session()
-    aws.reset_offline(tmp_path / "state")
+def offline(offline_session):
+    return offline_session
 
 
 @pytest.fixture

@@ -63,10 +63,8 @@ async def echo_app(scope, receive, send):
 
 
 @pytest.fixture
-def offline(tmp_path):
-    backend = aws.reset_offline(tmp_path / "state")
-    yield backend
-    aws.reset_offline(tmp_path / "state")
+def offline(offline_backend):
+    return offline_backend
 
 
 @pytest.fixture

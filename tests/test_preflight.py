@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from mtrl_course import aws, config, preflight
+from mtrl_course import config, preflight
 from mtrl_course.curriculum import diagram as architecture
 from mtrl_course.preflight import FAIL, OK, STAND_IN, WARN, Facts
 
@@ -133,10 +133,8 @@ def test_offline_rows_list_the_stand_ins_and_skip_the_live_tools():
 
 
 @pytest.fixture
-def offline(tmp_path):
-    aws.reset_offline(tmp_path / "state")
-    yield aws.session()
-    aws.reset_offline(tmp_path / "state")
+def offline(offline_session):
+    return offline_session
 
 
 def test_offline_preflight_runs_against_the_offline_backend(offline):

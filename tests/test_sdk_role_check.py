@@ -16,10 +16,8 @@ from mtrl_course import aws, iam, policy_eval
 
 
 @pytest.fixture
-def offline(tmp_path):
-    aws.reset_offline(tmp_path / "state")
-    yield aws.session()
-    aws.reset_offline(tmp_path / "state")
+def offline(offline_session):
+    return offline_session
 
 
 def _role(session, name: str, *documents: dict) -> str:

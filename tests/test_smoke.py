@@ -31,10 +31,8 @@ async def reward_app(scope, receive, send):
 
 
 @pytest.fixture
-def offline(tmp_path):
-    aws.reset_offline(tmp_path / "state")
-    yield aws.session()
-    aws.reset_offline(tmp_path / "state")
+def offline(offline_session):
+    return offline_session
 
 
 def result(**fields) -> smoke.SmokeResult:

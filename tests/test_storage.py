@@ -12,12 +12,10 @@ COURSE_BUCKET = f"mtrl-wordle-{config.MOTO_ACCOUNT}-{config.OFFLINE_REGION}"
 
 
 @pytest.fixture
-def offline(tmp_path, monkeypatch):
+def offline(monkeypatch, offline_session):
     monkeypatch.delenv(storage.BUCKET_ENV_VAR, raising=False)
     monkeypatch.delenv(naming.RUN_ID_ENV_VAR, raising=False)
-    aws.reset_offline(tmp_path / "state")
-    yield aws.session()
-    aws.reset_offline(tmp_path / "state")
+    return offline_session
 
 
 def tags_of(tag_set) -> dict[str, str]:
