@@ -58,7 +58,7 @@ if "MTRL_STATE_DIR" not in os.environ:
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from mtrl_course.local import fastlane, hub, runner  # noqa: E402
+from mtrl_course.local import fastlane, hub, mlflow_store, runner  # noqa: E402
 from mtrl_course.local.failure_lab import MemoryJob  # noqa: E402
 from mtrl_course.local.jobruntime import JobRuntimeEmulator  # noqa: E402
 from mtrl_course.local.policy import BASE_WEIGHTS, FEATURE_NAMES, Adapter, StandInPolicy  # noqa: E402
@@ -139,7 +139,7 @@ class Lab:
         self.account = offline_backend().account
         state = Path(os.environ["MTRL_STATE_DIR"])
         state.mkdir(parents=True, exist_ok=True)
-        self.tracking_uri = f"sqlite:///{state / 'lessons-mlflow.db'}"
+        self.tracking_uri = mlflow_store.ensure_store(state / "lessons-mlflow.db")
         self.adapter_dir = state / "adapters"
 
     def train(

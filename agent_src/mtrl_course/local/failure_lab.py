@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from mtrl_course import config
-from mtrl_course.local import fastlane, hub, runner
+from mtrl_course.local import fastlane, hub, mlflow_store, runner
 from mtrl_course.local.jobruntime import JobRuntimeEmulator, JobRuntimeError
 from mtrl_course.local.policy import Adapter, StandInPolicy
 from mtrl_course.local.tokens import mint_token
@@ -535,7 +535,7 @@ def run_training(
     name = f"failure-lab-{next(_RUNS):03d}-s{seed}-{time.strftime('%Y%m%d%H%M%S')}"
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
-    tracking = f"sqlite:///{state_dir / 'failure-lab-mlflow.db'}"
+    tracking = mlflow_store.ensure_store(state_dir / "failure-lab-mlflow.db")
     prompts = {"train": train_rows or rows("training"), "validation": rows("validation")}
     job = MemoryJob(name, hp, prompts, tracking)
     adapters = state_dir / "adapters"

@@ -29,6 +29,7 @@ from mtrl_course.errors import ServiceError, validation_error
 from mtrl_course.local.apicall import JSON, ApiCall
 from mtrl_course.local.apicall import now as _now
 from mtrl_course.local.apicall import short_id as _short_id
+from mtrl_course.local import mlflow_store
 from mtrl_course.local.job import MlflowAppInfo
 
 logger = logging.getLogger(__name__)
@@ -176,6 +177,7 @@ class LocalMlflowApps:
             )
             self._created += 1
             (app.directory / "artifacts").mkdir(parents=True, exist_ok=True)
+            mlflow_store.ensure_store(app.directory / "mlflow.db")
             (app.directory / APP_RECORD).write_text(
                 json.dumps({"arn": app.arn, "name": name, "region": call.region}) + "\n", encoding="utf-8"
             )

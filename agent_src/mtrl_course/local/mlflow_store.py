@@ -1,0 +1,100 @@
+"""Empty MLflow tracking stores, migrated once per process and then copied.
+
+An offline MLflow app is a sqlite tracking store. MLflow builds a new store by running its
+schema migrations, about a second on a 2-core machine; copying an empty store that was
+migrated once takes a few milliseconds. A notebook creates one or two stores, the test suite
+dozens, so the first store of a process is migrated in a private temporary folder and every
+later one is a copy of it.
+
+The copy is the store MLflow would have made, row for row, with the "Default" experiment's row
+brought up to date: its creation time, and its artifact location, which MLflow derives from the
+working directory at the moment it creates the store (`./mlruns`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sqlite3
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+DEFAULT_EXPERIMENT_ID = 0
+_lock = threading.Lock()
+_template: Path | None = None
+
+
+def tracking_uri(path: Path) -> str:
+    """The sqlite tracking URI MLflow reads the store at `path` from."""
+    return f"sqlite:///{Path(path).as_posix()}"
+
+
+def ensure_store(path: Path) -> str:
+    """Make sure an MLflow store exists at `path` (a copy of an empty one if not); its URI.
+
+    An existing file is left as it is: it holds an earlier process's runs.
+    """
+    path = Path(path)
+    if path.exists():
+        return tracking_uri(path)
+    with _lock:
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+            shutil.copyfile(_empty_store(), partial)
+            _bring_default_experiment_up_to_date(partial)
+            os.replace(partial, path)  # atomic: a reader never sees half a store
+    return tracking_uri(path)
+
+
+def default_artifact_location() -> str:
+    """Where MLflow would put the Default experiment's artifacts for a store created now."""
+    from mlflow.store.tracking import DEFAULT_LOCAL_FILE_AND_ARTIFACT_PATH
+    from mlflow.utils.uri import append_to_uri_path, resolve_uri_if_local
+
+    return append_to_uri_path(resolve_uri_if_local(DEFAULT_LOCAL_FILE_AND_ARTIFACT_PATH), str(DEFAULT_EXPERIMENT_ID))
+
+
+def _bring_default_experiment_up_to_date(path: Path) -> None:
+    now_ms = int(time.time() * 1000)
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "UPDATE experiments SET artifact_location = ?, creation_time = ?, last_update_time = ? "
+            "WHERE experiment_id = ?",
+            (default_artifact_location(), now_ms, now_ms, DEFAULT_EXPERIMENT_ID),
+        )
+    db.close()
+
+
+def _empty_store() -> Path:
+    """This process's migrated empty store (created on first use, removed at exit)."""
+    global _template
+    if _template is not None and _template.is_file():
+        return _template
+    from mlflow.tracking import MlflowClient
+
+    folder = Path(tempfile.mkdtemp(prefix="mtrl-mlflow-empty-"))
+    atexit.register(shutil.rmtree, folder, True)
+    store = folder / "empty.db"
+    # Through the client, as every reader of the course's stores opens them: the same code path
+    # (and so the same migrations and default rows) as a store MLflow creates on first use.
+    MlflowClient(tracking_uri=tracking_uri(store)).search_experiments()
+    _dispose_engines()
+    _template = store
+    return store
+
+
+def _dispose_engines() -> None:
+    # MLflow keeps one SQLAlchemy engine per URI; the template is only ever copied, never
+    # written again, so its connections are closed before the first copy.
+    try:
+        from mlflow.store.db import utils
+    except ImportError:  # pragma: no cover - mlflow is a locked dependency
+        return
+    cache = getattr(utils, "_engine_cache", None)
+    if isinstance(cache, dict):
+        for engine in cache.values():
+            engine.dispose()

@@ -1,0 +1,86 @@
+"""An offline MLflow store copied from a migrated empty one is the store MLflow would have made."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from mtrl_course.local import mlflow_store
+
+
+def _tables(path: Path) -> dict[str, list[tuple]]:
+    with sqlite3.connect(path) as db:
+        names = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        tables = {name: sorted(db.execute(f'SELECT * FROM "{name}"').fetchall(), key=repr) for name in names}
+    db.close()
+    return tables
+
+
+def _without_default_times(tables: dict[str, list[tuple]]) -> dict[str, list[tuple]]:
+    # experiments: (experiment_id, name, artifact_location, lifecycle_stage, creation_time,
+    # last_update_time, workspace); the two times are the clock's.
+    out = dict(tables)
+    out["experiments"] = [row[:4] + row[6:] for row in tables["experiments"]]
+    return out
+
+
+def test_a_copied_store_matches_one_mlflow_creates_in_the_same_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the Default experiment's artifacts go under the working folder
+    before = int(time.time() * 1000)
+    copied = tmp_path / "copied.db"
+    assert mlflow_store.ensure_store(copied) == f"sqlite:///{copied.as_posix()}"
+    fresh = tmp_path / "fresh.db"
+    MlflowClient(tracking_uri=mlflow_store.tracking_uri(fresh)).search_experiments()
+    ours, theirs = _tables(copied), _tables(fresh)
+    assert _without_default_times(ours) == _without_default_times(theirs)
+    (default,) = ours["experiments"]
+    assert default[1] == "Default" and default[2] == f"{tmp_path.as_posix()}/mlruns/0"
+    assert before <= default[4] == default[5] <= int(time.time() * 1000)
+
+
+def test_a_copied_store_takes_runs_and_an_existing_store_is_left_alone(tmp_path):
+    path = tmp_path / "apps" / "one" / "mlflow.db"
+    uri = mlflow_store.ensure_store(path)
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.create_experiment("course")
+    run = client.create_run(experiment).info.run_id
+    client.log_metric(run, "val/reward/pass_at_1", 0.5, step=2)
+    assert mlflow_store.ensure_store(path) == uri  # a second call must not replace the store
+    again = MlflowClient(tracking_uri=uri).get_metric_history(run, "val/reward/pass_at_1")
+    assert [(m.step, m.value) for m in again] == [(2, 0.5)]
+
+
+def test_threads_asking_for_one_store_at_once_get_one_whole_store(tmp_path):
+    path = tmp_path / "shared.db"
+    barrier = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            barrier.wait()
+            mlflow_store.ensure_store(path)
+        except BaseException as error:  # collected: a thread's failure must fail the test
+            errors.append(error)
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert [e.name for e in MlflowClient(tracking_uri=mlflow_store.tracking_uri(path)).search_experiments()] == [
+        "Default"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.db"]  # no partial copy left
+
+
+@pytest.mark.parametrize("name", ["mlflow.db", "lessons-mlflow.db"])
+def test_the_store_is_made_where_asked_with_its_folders(tmp_path, name):
+    path = tmp_path / "deep" / "er" / name
+    mlflow_store.ensure_store(path)
+    assert path.is_file() and path.stat().st_size > 0
