@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from mtrl_course.feedback_arrays import entropies, entropy_bits
+from mtrl_course.feedback_arrays import encode, entropies, entropy_bits, pattern_matrix, pattern_to_marks
 from mtrl_course.local.policy import FORMATS, N_FEATURES, Adapter, StandInPolicy, vocabulary
 from wordle_agent.game import PRIOR_GUESSES_HEADER, WordleGame, score_guess
 
@@ -219,6 +219,34 @@ def digest_entropies(h: Any) -> None:
             digest_value(h, entropy_bits(matrix[0]))
 
 
+def check_consistent(trials: int = 300) -> None:
+    """`Vocabulary.consistent` against the definition: scoring the clue's guess against each word.
+
+    Clue guesses are dictionary words and hand-typed strings with repeated letters; marks are
+    mostly real (the guess scored against a random word, so many words agree) and sometimes any
+    of the 243 codes, including impossible ones. Every allowed word is checked, with up to three
+    clues at once.
+    """
+    vocab = vocabulary()
+    rnd = np.random.default_rng(11)
+    rows = np.arange(len(vocab.allowed))
+    allowed = encode(vocab.allowed)
+    for _ in range(trials):
+        clues = []
+        expected = np.ones(len(rows), dtype=bool)
+        for _ in range(int(rnd.integers(1, 4))):
+            if rnd.random() < 0.7:
+                word = vocab.allowed[int(rnd.integers(len(vocab.allowed)))]
+            else:
+                word = "".join(chr(65 + int(c)) for c in rnd.choice([0, 4, 4, 8, 14, 18, 19, 17, 11, 25], size=5))
+            scores = pattern_matrix([word], allowed)[0]
+            code = int(scores[int(rnd.integers(len(rows)))]) if rnd.random() < 0.8 else int(rnd.integers(243))
+            clues.append((word, pattern_to_marks(code)))
+            expected &= scores == code
+        if not np.array_equal(vocab.consistent(clues, rows), expected):
+            raise SystemExit(f"Vocabulary.consistent disagrees with the scoring rule on clues {clues}")
+
+
 def run(games: int) -> tuple[str, list[float], Counter]:
     vocab = vocabulary()
     policies = [StandInPolicy(a, seed=s) for s, a in enumerate(adapters())]
@@ -238,6 +266,7 @@ def main() -> None:
     parser.add_argument("--record", action="store_true", help="print the hash instead of checking it")
     args = parser.parse_args()
     vocabulary()  # load the pattern matrix outside the timing
+    check_consistent()
     medians, totals = [], []
     digests = set()
     kinds: Counter = Counter()

@@ -128,7 +128,7 @@ import numpy as np
 from mtrl_course.local.jobruntime import chat_completion
 from mtrl_course.feedback_arrays import encode, entropies
 from mtrl_course.local.transcript import Clue, clues_from_texts, is_over, seeded_clues
-from wordle_agent.game import Knowledge
+from wordle_agent.game import WORD_LENGTH, Knowledge
 
 LABEL = "stand-in policy"
 # Identifies the frozen base parameters below; a model package records it, and loading a package
@@ -297,26 +297,95 @@ class Vocabulary:
 
         A word agrees with a clue when playing the clue's guess against it as the answer gives
         the clue's marks (patterns.py's rule: greens first, then yellows while copies remain).
+        Checked through the equivalent letter constraints of `_clue_constraints`, all clues in
+        one pass: a turn calls this on a few hundred rows, where numpy's per-call overhead, not
+        the arithmetic, is the cost.
         """
         keep = np.ones(len(rows), dtype=bool)
         if not clues or len(rows) == 0:
             return keep
-        a = self.letters[rows]
-        index = np.arange(len(rows))
-        for word, marks in clues:
-            g = [ord(c) - 65 for c in word]
-            green = a == np.array(g)[None, :]
-            remaining = self.letter_counts[rows]  # fancy indexing: a copy
-            for i in range(5):
-                remaining[index, a[:, i]] -= green[:, i]
-            code = np.zeros(len(rows), dtype=np.int64)
-            for i in range(5):
-                left = remaining[:, g[i]]
-                yellow = ~green[:, i] & (left > 0)
-                remaining[:, g[i]] = left - yellow
-                code += (2 * green[:, i] + yellow) * 3**i
-            keep &= code == _pattern_code(marks)
+        constraints = _constraints_of(clues)
+        if constraints is None:
+            keep[:] = False
+            return keep
+        positions, letters, green, count_letters, low, high = constraints
+        keep &= ((self.letters[rows][:, positions] == letters) == green).all(axis=1)
+        counts = self.letter_counts[rows[:, None], count_letters]
+        keep &= ((counts >= low) & (counts <= high)).all(axis=1)
         return keep
+
+
+Constraints = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _clue_constraints(
+    word: str, marks: Sequence[str]
+) -> tuple[list[tuple[int, int, bool]], dict[int, tuple[int, int]]] | None:
+    """The letter constraints a word must meet to give `marks` when `word` is played against it.
+
+    Under the greens-first, yellows-left-to-right rule a word w gives these marks exactly when:
+    green squares are where w has the guess's letter (and only there), and for each letter c of
+    the guess with g green and y yellow marks, w holds exactly g + y copies of c if some copy of c
+    is marked gray, else at least g + y. Returns ([(position, letter, green)], {letter: (low,
+    high)}), or None when no word can give these marks (a gray copy of a letter marked before a
+    yellow copy: the rule marks the leftmost copies yellow).
+    """
+    positions = []
+    bounds: dict[int, tuple[int, int]] = {}
+    seen_gray: set[int] = set()
+    tally: dict[int, list[int]] = {}
+    for i, (char, mark) in enumerate(zip(word, marks)):
+        letter = ord(char) - 65
+        positions.append((i, letter, mark == "G"))
+        counted = tally.setdefault(letter, [0, 0])
+        if mark == "G":
+            counted[0] += 1
+        elif mark == "Y":
+            if letter in seen_gray:
+                return None
+            counted[0] += 1
+        else:
+            seen_gray.add(letter)
+            counted[1] += 1
+    for letter, (present, grays) in tally.items():
+        bounds[letter] = (present, present if grays else WORD_LENGTH)
+    return positions, bounds
+
+
+_CONSTRAINTS: dict[tuple[tuple[str, str], ...], Constraints | None] = {}
+_CONSTRAINTS_LIMIT = 4096
+_UNKNOWN = object()
+
+
+def _constraints_of(clues: Sequence[Clue]) -> Constraints | None:
+    """All clues' constraints as arrays for `Vocabulary.consistent` (memoised: a game's clue
+    history is asked for on every turn), or None when some clue can match no word."""
+    key = tuple((word, "".join(marks)) for word, marks in clues)
+    cached = _CONSTRAINTS.get(key, _UNKNOWN)
+    if cached is not _UNKNOWN:
+        return cached  # type: ignore[return-value]
+    positions: list[tuple[int, int, bool]] = []
+    counts: list[tuple[int, int, int]] = []
+    result: Constraints | None = None
+    for word, marks in key:
+        found = _clue_constraints(word, marks) if len(word) == WORD_LENGTH == len(marks) else None
+        if found is None:
+            break
+        positions += found[0]
+        counts += [(letter, low, high) for letter, (low, high) in found[1].items()]
+    else:
+        result = (
+            np.array([p for p, _, _ in positions], dtype=np.intp),
+            np.array([letter for _, letter, _ in positions], dtype=np.int64),
+            np.array([green for _, _, green in positions], dtype=bool),
+            np.array([letter for letter, _, _ in counts], dtype=np.intp),
+            np.array([low for _, low, _ in counts], dtype=np.int8),
+            np.array([high for _, _, high in counts], dtype=np.int8),
+        )
+    if len(_CONSTRAINTS) >= _CONSTRAINTS_LIMIT:
+        _CONSTRAINTS.clear()  # a crude bound: the memo only saves work within a game
+    _CONSTRAINTS[key] = result
+    return result
 
 
 _VOCABULARY: Vocabulary | None = None
