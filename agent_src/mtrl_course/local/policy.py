@@ -226,6 +226,9 @@ LOOP_POWER = 2.0
 LOOP_TOKENS = 8192
 LOOP_FINISH_REASON = "length"
 PROBE_POOL_SIZE = 1_000
+# Clue histories whose ClueState a process keeps (more than the games a run plays at once; at
+# most about 20 MB even if every one still had all answers possible).
+STATE_MEMO_SIZE = 1024
 # Softmax temperatures below this count as greedy (temperature 0).
 GREEDY_BELOW = 1e-6
 # Guesses in a game minus one: the last turn's share of guesses still ahead is 0.
@@ -291,6 +294,25 @@ class Vocabulary:
         self.letter_counts = np.zeros((len(self.allowed), 26), dtype=np.int8)
         for i in range(5):
             np.add.at(self.letter_counts, (np.arange(len(self.allowed)), self.letters[:, i]), 1)
+        # For scoring a hand-typed clue word against every answer without re-encoding them.
+        self.answer_letters = encode(self.answers)
+        self._states: dict[tuple[tuple[str, str], ...], ClueState] = {}
+        self._states_lock = threading.Lock()
+
+    def state(self, clues: Sequence[Clue]) -> ClueState:
+        """What `clues` prove, as the policy's turn reads it (memoised per clue history: every turn
+        of a game re-reads the clues of the turns before, and retries re-read them all)."""
+        key = tuple((word, "".join(marks)) for word, marks in clues)
+        with self._states_lock:
+            known = self._states.get(key)
+        if known is not None:
+            return known
+        state = ClueState.build(self, clues)
+        with self._states_lock:
+            if len(self._states) >= STATE_MEMO_SIZE:
+                self._states.clear()  # a crude bound: the memo only saves work within a game
+            self._states[key] = state
+        return state
 
     def consistent(self, clues: Sequence[Clue], rows: np.ndarray) -> np.ndarray:
         """Which of the allowed-word `rows` agree with every clue (answer-list words or not).
@@ -406,6 +428,52 @@ _MARK_DIGIT = {"X": 0, "Y": 1, "G": 2}
 
 def _pattern_code(marks: Sequence[str]) -> int:
     return sum(_MARK_DIGIT[m] * 3**i for i, m in enumerate(marks))
+
+
+@dataclass(frozen=True)
+class ClueState:
+    """What a clue history proves, in the forms a turn needs. Shared between turns: read only.
+
+    possible: answer columns that fit every clue (`possible_mask` as a mask over the answers);
+    tried and grays: 26-letter masks of the letters guessed and known gray; green_positions and
+    green_letters: the known greens.
+    """
+
+    possible: np.ndarray
+    possible_mask: np.ndarray
+    knowledge: Knowledge
+    tried: np.ndarray
+    grays: np.ndarray
+    green_positions: np.ndarray
+    green_letters: np.ndarray
+
+    @classmethod
+    def build(cls, vocab: Vocabulary, clues: Sequence[Clue]) -> ClueState:
+        from mtrl_course.feedback_arrays import pattern_matrix
+
+        mask = np.ones(len(vocab.answers), dtype=bool)
+        knowledge = Knowledge()
+        tried = np.zeros(26, dtype=bool)
+        for word, marks in clues:
+            knowledge.update(word, marks)
+            tried[[ord(c) - 65 for c in word]] = True
+            row = vocab.row_of.get(word)
+            if row is None:  # a word outside the lists (typed by hand): score it on the fly
+                mask &= pattern_matrix(encode([word]), vocab.answer_letters)[0] == _pattern_code(marks)
+            else:
+                mask &= vocab.patterns[row] == _pattern_code(marks)
+        grays = np.zeros(26, dtype=bool)
+        grays[[ord(c) - 65 for c in knowledge.grays]] = True
+        greens = [(i, ord(letter) - 65) for i, letter in enumerate(knowledge.greens) if letter is not None]
+        return cls(
+            possible=np.flatnonzero(mask),
+            possible_mask=mask,
+            knowledge=knowledge,
+            tried=tried,
+            grays=grays,
+            green_positions=np.array([i for i, _ in greens], dtype=np.intp),
+            green_letters=np.array([letter for _, letter in greens], dtype=np.int64),
+        )
 
 
 # --- the adapter (the trainable part) --------------------------------------------------------------
@@ -664,11 +732,12 @@ class StandInPolicy:
         vocab = vocabulary()
         clues = [*seeded_clues(messages), *clues_from_texts(answers)]
         rng = np.random.default_rng(np.random.SeedSequence(list(rng_key)))
-        possible, knowledge = self._possible(vocab, clues)
+        state = vocab.state(clues)
+        possible, knowledge = state.possible, state.knowledge
         guessed = sent | {word for word, _ in clues}
         spec = EFFORTS[level]
         candidates = self._candidates(vocab, rng, possible, spec.candidates, clues)
-        features = self._features(vocab, candidates, clues, knowledge, possible, guessed)
+        features = self._features(vocab, candidates, clues, state, guessed)
 
         greedy = temperature < GREEDY_BELOW
         format_probs = None if greedy else softmax(self.format_logits, temperature)
@@ -727,21 +796,6 @@ class StandInPolicy:
 
     # -- pieces ---------------------------------------------------------------------------------
     @staticmethod
-    def _possible(vocab: Vocabulary, clues: list[Clue]) -> tuple[np.ndarray, Knowledge]:
-        mask = np.ones(len(vocab.answers), dtype=bool)
-        knowledge = Knowledge()
-        for word, marks in clues:
-            knowledge.update(word, marks)
-            row = vocab.row_of.get(word)
-            if row is None:  # a word outside the lists (typed by hand): score it on the fly
-                from mtrl_course.feedback_arrays import pattern_matrix
-
-                mask &= pattern_matrix([word], vocab.answers)[0] == _pattern_code(marks)
-            else:
-                mask &= vocab.patterns[row] == _pattern_code(marks)
-        return np.flatnonzero(mask), knowledge
-
-    @staticmethod
     def _candidates(
         vocab: Vocabulary, rng: np.random.Generator, possible: np.ndarray, count: int, clues: Sequence[Clue]
     ) -> np.ndarray:
@@ -763,31 +817,24 @@ class StandInPolicy:
         vocab: Vocabulary,
         rows: np.ndarray,
         clues: list[Clue],
-        knowledge: Knowledge,
-        possible: np.ndarray,
+        state: ClueState,
         guessed: set[str],
     ) -> np.ndarray:
+        # The float columns are computed exactly as they always were (same operations, same
+        # order): stored results are compared bit for bit. Masks and counts are free to change.
         features = np.zeros((len(rows), N_FEATURES))
         answer_column = vocab.answer_of_row[rows]
-        fits = np.isin(answer_column, possible) & (answer_column >= 0)
+        fits = (answer_column >= 0) & state.possible_mask[answer_column]
         features[:, 0] = fits
-        n = len(possible)
+        n = len(state.possible)
         if n > 1:
-            bits = vocab.opening_bits[rows] if not clues else entropies(vocab.patterns[rows][:, possible])
+            bits = vocab.opening_bits[rows] if not clues else entropies(vocab.patterns[np.ix_(rows, state.possible)])
             features[:, 1] = bits / math.log2(n)
         letter_sets = vocab.letter_sets[rows]
-        tried = np.zeros(26, dtype=bool)
-        for word, _ in clues:
-            tried[[ord(c) - 65 for c in word]] = True
-        features[:, 2] = (letter_sets & ~tried).sum(axis=1) / 5
-        grays = np.zeros(26, dtype=bool)
-        grays[[ord(c) - 65 for c in knowledge.grays]] = True
-        features[:, 3] = (letter_sets & grays).sum(axis=1)
-        broken = np.zeros(len(rows))
-        for position, letter in enumerate(knowledge.greens):
-            if letter is not None:
-                broken += vocab.letters[rows, position] != ord(letter) - 65
-        features[:, 4] = broken
+        features[:, 2] = (letter_sets & ~state.tried).sum(axis=1) / 5
+        features[:, 3] = (letter_sets & state.grays).sum(axis=1)
+        if len(state.green_positions):
+            features[:, 4] = (vocab.letters[rows][:, state.green_positions] != state.green_letters).sum(axis=1)
         features[:, 5] = [vocab.allowed[int(r)] in guessed for r in rows]
         features[:, 6] = vocab.is_answer[rows]
         features[:, 7] = fits / max(n, 1)
