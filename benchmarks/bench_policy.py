@@ -34,7 +34,14 @@ from typing import Any
 
 import numpy as np
 
-from mtrl_course.feedback_arrays import encode, entropies, entropy_bits, pattern_matrix, pattern_to_marks
+from mtrl_course.feedback_arrays import (
+    _entropy_terms,
+    encode,
+    entropies,
+    entropy_bits,
+    pattern_matrix,
+    pattern_to_marks,
+)
 from mtrl_course.local.policy import FORMATS, N_FEATURES, Adapter, StandInPolicy, vocabulary
 from wordle_agent.game import PRIOR_GUESSES_HEADER, WordleGame, score_guess
 
@@ -247,6 +254,19 @@ def check_consistent(trials: int = 300) -> None:
             raise SystemExit(f"Vocabulary.consistent disagrees with the scoring rule on clues {clues}")
 
 
+def check_entropy_terms() -> None:
+    """The lookup table `entropies` reads against the formula it replaced, for every answer count
+    (1 to the answer list's size) and every count in it, evaluated inside a larger array."""
+    rnd = np.random.default_rng(5)
+    for n in range(1, len(vocabulary().answers) + 1):
+        counts = np.concatenate([rnd.integers(0, n + 1, size=int(rnd.integers(0, 40))), rnd.permutation(n + 1)])
+        p = counts / n
+        with np.errstate(divide="ignore", invalid="ignore"):
+            direct = np.where(p > 0, p * np.log2(np.where(p > 0, p, 1.0)), 0.0)
+        if direct.tobytes() != _entropy_terms(n)[counts].tobytes():
+            raise SystemExit(f"entropies' lookup table differs from the formula for {n} answers")
+
+
 def run(games: int) -> tuple[str, list[float], Counter]:
     vocab = vocabulary()
     policies = [StandInPolicy(a, seed=s) for s, a in enumerate(adapters())]
@@ -267,6 +287,7 @@ def main() -> None:
     args = parser.parse_args()
     vocabulary()  # load the pattern matrix outside the timing
     check_consistent()
+    check_entropy_terms()
     medians, totals = [], []
     digests = set()
     kinds: Counter = Counter()
