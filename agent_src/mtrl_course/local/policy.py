@@ -114,6 +114,7 @@ because that text stays in the conversation, prompt tokens of later turns too.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -127,7 +128,7 @@ import numpy as np
 
 from mtrl_course.local.jobruntime import chat_completion
 from mtrl_course.feedback_arrays import encode, entropies
-from mtrl_course.local.transcript import Clue, clues_from_texts, is_over, seeded_clues
+from mtrl_course.local.transcript import Clue, is_over, parse_clue, seeded_clues
 from wordle_agent.game import WORD_LENGTH, Knowledge
 
 LABEL = "stand-in policy"
@@ -237,7 +238,18 @@ MAX_TURN = 5
 
 def count_tokens(text: Any) -> int:
     """Whitespace-separated pieces of `text` (0 for anything that is not a string)."""
-    return len(text.split()) if isinstance(text, str) else 0
+    return _pieces(text) if isinstance(text, str) else 0
+
+
+@functools.lru_cache(maxsize=8192)
+def _pieces(text: str) -> int:
+    # Every turn counts the whole conversation again (prompt tokens); its messages repeat.
+    return len(text.split())
+
+
+# Every turn re-reads every tool answer of its conversation; each answer is parsed once.
+_clue_in = functools.lru_cache(maxsize=8192)(parse_clue)
+_over = functools.lru_cache(maxsize=8192)(is_over)
 
 
 def _content_text(content: Any) -> str:
@@ -294,8 +306,8 @@ class Vocabulary:
         self.letter_counts = np.zeros((len(self.allowed), 26), dtype=np.int8)
         for i in range(5):
             np.add.at(self.letter_counts, (np.arange(len(self.allowed)), self.letters[:, i]), 1)
-        # For scoring a hand-typed clue word against every answer without re-encoding them.
-        self.answer_letters = encode(self.answers)
+        # The allowed-list row of each answer column (for clues from hand-typed words).
+        self.column_rows = np.array([self.row_of[w] for w in self.answers], dtype=np.intp)
         self._states: dict[tuple[tuple[str, str], ...], ClueState] = {}
         self._states_lock = threading.Lock()
 
@@ -323,18 +335,16 @@ class Vocabulary:
         one pass: a turn calls this on a few hundred rows, where numpy's per-call overhead, not
         the arithmetic, is the cost.
         """
-        keep = np.ones(len(rows), dtype=bool)
         if not clues or len(rows) == 0:
-            return keep
+            return np.ones(len(rows), dtype=bool)
         constraints = _constraints_of(clues)
         if constraints is None:
-            keep[:] = False
-            return keep
+            return np.zeros(len(rows), dtype=bool)
         positions, letters, green, count_letters, low, high = constraints
-        keep &= ((self.letters[rows][:, positions] == letters) == green).all(axis=1)
-        counts = self.letter_counts[rows[:, None], count_letters]
-        keep &= ((counts >= low) & (counts <= high)).all(axis=1)
-        return keep
+        column = rows[:, None]
+        placed = ((self.letters[column, positions] == letters) == green).all(axis=1)
+        counts = self.letter_counts[column, count_letters]
+        return placed & ((counts >= low) & (counts <= high)).all(axis=1)
 
 
 Constraints = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -449,8 +459,6 @@ class ClueState:
 
     @classmethod
     def build(cls, vocab: Vocabulary, clues: Sequence[Clue]) -> ClueState:
-        from mtrl_course.feedback_arrays import pattern_matrix
-
         mask = np.ones(len(vocab.answers), dtype=bool)
         knowledge = Knowledge()
         tried = np.zeros(26, dtype=bool)
@@ -458,8 +466,8 @@ class ClueState:
             knowledge.update(word, marks)
             tried[[ord(c) - 65 for c in word]] = True
             row = vocab.row_of.get(word)
-            if row is None:  # a word outside the lists (typed by hand): score it on the fly
-                mask &= pattern_matrix(encode([word]), vocab.answer_letters)[0] == _pattern_code(marks)
+            if row is None:  # a word outside the lists (typed by hand): no pattern row, check each answer
+                mask &= vocab.consistent([(word, marks)], vocab.column_rows)
             else:
                 mask &= vocab.patterns[row] == _pattern_code(marks)
         grays = np.zeros(26, dtype=bool)
@@ -724,13 +732,14 @@ class StandInPolicy:
         prompt_tokens = prompt_token_count(messages)
         tool = _guess_tool(tools)
         answers, sent = _conversation(messages)
-        if tool is None or (answers and is_over(answers[-1])):
+        if tool is None or (answers and _over(answers[-1])):
             text = NO_TOOL_TEXT if tool is None else GAME_OVER_TEXT
             trace = {"kind": "closing", "temperature": temperature, "effort": level}
             return Decision(text, None, trace, prompt_tokens, max(1, count_tokens(text)))
 
         vocab = vocabulary()
-        clues = [*seeded_clues(messages), *clues_from_texts(answers)]
+        # The parsed clues are shared between turns: nothing here changes them.
+        clues = [*seeded_clues(messages), *(clue for clue in map(_clue_in, answers) if clue is not None)]
         rng = np.random.default_rng(np.random.SeedSequence(list(rng_key)))
         state = vocab.state(clues)
         possible, knowledge = state.possible, state.knowledge
@@ -760,7 +769,7 @@ class StandInPolicy:
             "format": fmt,
             "temperature": temperature,
             "effort": level,
-            "candidates": [vocab.allowed[int(c)] for c in candidates],
+            "candidates": [vocab.allowed[c] for c in candidates.tolist()],
             "word": word,
             # Log-probability of the action under the sampling parameters (PPO's "old" policy).
             "logp": None if probs is None or format_probs is None else _action_logp(probs, chosen, format_probs, fmt),
@@ -800,17 +809,17 @@ class StandInPolicy:
         vocab: Vocabulary, rng: np.random.Generator, possible: np.ndarray, count: int, clues: Sequence[Clue]
     ) -> np.ndarray:
         fitting = min(len(possible), max(MIN_CONSISTENT, count // CONSISTENT_SHARE))
-        chosen = list(vocab.answer_rows[rng.choice(possible, size=fitting, replace=False)]) if fitting else []
+        chosen = vocab.answer_rows[rng.choice(possible, size=fitting, replace=False)].tolist() if fitting else []
         # Obscure words that fit: the first of OBSCURE_SAMPLE random non-answer words that agree
         # with the clues (a model recalls a few such words, it does not enumerate the dictionary).
         sample = rng.choice(vocab.obscure_rows, size=OBSCURE_SAMPLE, replace=False)
         fits = sample[vocab.consistent(clues, sample)]
-        chosen += list(fits[: max(1, count // OBSCURE_SHARE)])
+        chosen += fits[: max(1, count // OBSCURE_SHARE)].tolist()
         probes = count - len(chosen)
-        chosen += list(vocab.probe_pool[rng.choice(len(vocab.probe_pool), size=probes // 2, replace=False)])
-        chosen += list(rng.choice(len(vocab.allowed), size=probes - probes // 2, replace=False))
+        chosen += vocab.probe_pool[rng.choice(len(vocab.probe_pool), size=probes // 2, replace=False)].tolist()
+        chosen += rng.choice(len(vocab.allowed), size=probes - probes // 2, replace=False).tolist()
         # Duplicates are dropped, keeping the first: the candidate order is part of the key.
-        return np.array(list(dict.fromkeys(int(c) for c in chosen)), dtype=np.int64)
+        return np.array(list(dict.fromkeys(chosen)), dtype=np.int64)
 
     @staticmethod
     def _features(
@@ -828,7 +837,7 @@ class StandInPolicy:
         features[:, 0] = fits
         n = len(state.possible)
         if n > 1:
-            bits = vocab.opening_bits[rows] if not clues else entropies(vocab.patterns[np.ix_(rows, state.possible)])
+            bits = vocab.opening_bits[rows] if not clues else entropies(vocab.patterns[rows[:, None], state.possible])
             features[:, 1] = bits / math.log2(n)
         letter_sets = vocab.letter_sets[rows]
         features[:, 2] = (letter_sets & ~state.tried).sum(axis=1) / 5
