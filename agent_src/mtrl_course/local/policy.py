@@ -119,10 +119,10 @@ import hashlib
 import json
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -183,6 +183,8 @@ FORMAT_ROBUST_RADIUS = 10.0
 FORMAT_DRIFT_RATE = 0.1
 ADAPTER_SCALE = 15_000.0
 
+T = TypeVar("T")
+
 GUESS_TOOL = "guess_word"
 GUESS_PARAMETER = "guess"
 
@@ -227,6 +229,10 @@ LOOP_POWER = 2.0
 LOOP_TOKENS = 8192
 LOOP_FINISH_REASON = "length"
 PROBE_POOL_SIZE = 1_000
+# Texts whose token count, clue and game-over status a process remembers, and the longest one
+# remembered (at most about 16 MB of text per memo).
+MEMO_TEXTS = 4096
+MEMO_TEXT_LIMIT = 4096
 # Clue histories whose ClueState a process keeps (more than the games a run plays at once; at
 # most about 20 MB even if every one still had all answers possible).
 STATE_MEMO_SIZE = 1024
@@ -241,15 +247,17 @@ def count_tokens(text: Any) -> int:
     return _pieces(text) if isinstance(text, str) else 0
 
 
-@functools.lru_cache(maxsize=8192)
-def _pieces(text: str) -> int:
-    # Every turn counts the whole conversation again (prompt tokens); its messages repeat.
-    return len(text.split())
+def _memo_for_short_texts(function: Callable[[str], T]) -> Callable[[str], T]:
+    """`function` memoised for texts up to MEMO_TEXT_LIMIT characters. Every turn re-reads the
+    whole conversation (prompt tokens, clues), so the same texts come back turn after turn; the
+    limit keeps looped replies (tens of kilobytes each) out of the memo."""
+    memo = functools.lru_cache(maxsize=MEMO_TEXTS)(function)
+    return lambda text: memo(text) if len(text) <= MEMO_TEXT_LIMIT else function(text)
 
 
-# Every turn re-reads every tool answer of its conversation; each answer is parsed once.
-_clue_in = functools.lru_cache(maxsize=8192)(parse_clue)
-_over = functools.lru_cache(maxsize=8192)(is_over)
+_pieces = _memo_for_short_texts(lambda text: len(text.split()))
+_clue_in = _memo_for_short_texts(parse_clue)
+_over = _memo_for_short_texts(is_over)
 
 
 def _content_text(content: Any) -> str:
