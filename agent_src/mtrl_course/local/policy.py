@@ -314,6 +314,10 @@ class Vocabulary:
         self.letter_counts = np.zeros((len(self.allowed), 26), dtype=np.int8)
         for i in range(5):
             np.add.at(self.letter_counts, (np.arange(len(self.allowed)), self.letters[:, i]), 1)
+        # One row per allowed word: where its letters are and how many copies (see COUNT_COLUMNS).
+        self.profile = np.zeros((len(self.allowed), COUNT_COLUMNS + 26), dtype=np.int8)
+        self.profile[np.arange(len(self.allowed))[:, None], 26 * np.arange(WORD_LENGTH) + self.letters] = 1
+        self.profile[:, COUNT_COLUMNS:] = self.letter_counts
         # The allowed-list row of each answer column (for clues from hand-typed words).
         self.column_rows = np.array([self.row_of[w] for w in self.answers], dtype=np.intp)
         self._states: dict[tuple[tuple[str, str], ...], ClueState] = {}
@@ -339,44 +343,43 @@ class Vocabulary:
 
         A word agrees with a clue when playing the clue's guess against it as the answer gives
         the clue's marks (patterns.py's rule: greens first, then yellows while copies remain).
-        Checked through the equivalent letter constraints of `_clue_constraints`, all clues in
-        one pass: a turn calls this on a few hundred rows, where numpy's per-call overhead, not
-        the arithmetic, is the cost.
+        Checked as bounds on columns of `profile` (see `_clue_constraints`), all clues at once:
+        a turn asks about a few hundred rows, where numpy's per-call overhead is the cost.
         """
         if not clues or len(rows) == 0:
             return np.ones(len(rows), dtype=bool)
         constraints = _constraints_of(clues)
         if constraints is None:
             return np.zeros(len(rows), dtype=bool)
-        positions, letters, green, count_letters, low, high = constraints
-        column = rows[:, None]
-        placed = ((self.letters[column, positions] == letters) == green).all(axis=1)
-        counts = self.letter_counts[column, count_letters]
-        return placed & ((counts >= low) & (counts <= high)).all(axis=1)
+        columns, low, span = constraints
+        values = self.profile.take(rows, axis=0).take(columns, axis=1)
+        # low <= value <= low + span as one unsigned comparison (a value below low wraps round).
+        return ((values - low).view(np.uint8) <= span).all(axis=1)
 
 
-Constraints = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+# Columns of Vocabulary.profile: 26 * position + letter says whether the word has that letter
+# there (0 or 1); COUNT_COLUMNS + letter is how many copies of the letter it has.
+COUNT_COLUMNS = WORD_LENGTH * 26
+Constraints = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-def _clue_constraints(
-    word: str, marks: Sequence[str]
-) -> tuple[list[tuple[int, int, bool]], dict[int, tuple[int, int]]] | None:
-    """The letter constraints a word must meet to give `marks` when `word` is played against it.
+def _clue_constraints(word: str, marks: Sequence[str]) -> list[tuple[int, int, int]] | None:
+    """The (profile column, low, high) bounds a word must meet to give `marks` when `word` is
+    played against it, or None when no word can give these marks.
 
     Under the greens-first, yellows-left-to-right rule a word w gives these marks exactly when:
-    green squares are where w has the guess's letter (and only there), and for each letter c of
-    the guess with g green and y yellow marks, w holds exactly g + y copies of c if some copy of c
-    is marked gray, else at least g + y. Returns ([(position, letter, green)], {letter: (low,
-    high)}), or None when no word can give these marks (a gray copy of a letter marked before a
-    yellow copy: the rule marks the leftmost copies yellow).
+    w has the guess's letter on the green squares and not on the others, and for each letter c
+    of the guess with g green and y yellow marks, w holds exactly g + y copies of c if some copy
+    of c is marked gray, else at least g + y. No word gives a gray copy of a letter before a
+    yellow copy (the rule marks the leftmost copies yellow).
     """
-    positions = []
-    bounds: dict[int, tuple[int, int]] = {}
+    bounds = []
     seen_gray: set[int] = set()
     tally: dict[int, list[int]] = {}
     for i, (char, mark) in enumerate(zip(word, marks)):
         letter = ord(char) - 65
-        positions.append((i, letter, mark == "G"))
+        green = int(mark == "G")
+        bounds.append((26 * i + letter, green, green))
         counted = tally.setdefault(letter, [0, 0])
         if mark == "G":
             counted[0] += 1
@@ -388,8 +391,8 @@ def _clue_constraints(
             seen_gray.add(letter)
             counted[1] += 1
     for letter, (present, grays) in tally.items():
-        bounds[letter] = (present, present if grays else WORD_LENGTH)
-    return positions, bounds
+        bounds.append((COUNT_COLUMNS + letter, present, present if grays else WORD_LENGTH))
+    return bounds
 
 
 _CONSTRAINTS: dict[tuple[tuple[str, str], ...], Constraints | None] = {}
@@ -398,29 +401,25 @@ _UNKNOWN = object()
 
 
 def _constraints_of(clues: Sequence[Clue]) -> Constraints | None:
-    """All clues' constraints as arrays for `Vocabulary.consistent` (memoised: a game's clue
-    history is asked for on every turn), or None when some clue can match no word."""
+    """All clues' bounds as (columns, low, high - low) arrays for `Vocabulary.consistent`
+    (memoised: every turn of a game asks again for the clues before it), or None when some clue
+    can match no word."""
     key = tuple((word, "".join(marks)) for word, marks in clues)
     cached = _CONSTRAINTS.get(key, _UNKNOWN)
     if cached is not _UNKNOWN:
         return cached  # type: ignore[return-value]
-    positions: list[tuple[int, int, bool]] = []
-    counts: list[tuple[int, int, int]] = []
+    bounds: list[tuple[int, int, int]] = []
     result: Constraints | None = None
     for word, marks in key:
         found = _clue_constraints(word, marks) if len(word) == WORD_LENGTH == len(marks) else None
         if found is None:
             break
-        positions += found[0]
-        counts += [(letter, low, high) for letter, (low, high) in found[1].items()]
+        bounds += found
     else:
         result = (
-            np.array([p for p, _, _ in positions], dtype=np.intp),
-            np.array([letter for _, letter, _ in positions], dtype=np.int64),
-            np.array([green for _, _, green in positions], dtype=bool),
-            np.array([letter for letter, _, _ in counts], dtype=np.intp),
-            np.array([low for _, low, _ in counts], dtype=np.int8),
-            np.array([high for _, _, high in counts], dtype=np.int8),
+            np.array([column for column, _, _ in bounds], dtype=np.intp),
+            np.array([low for _, low, _ in bounds], dtype=np.int8),
+            np.array([high - low for _, low, high in bounds], dtype=np.uint8),
         )
     if len(_CONSTRAINTS) >= _CONSTRAINTS_LIMIT:
         _CONSTRAINTS.clear()  # a crude bound: the memo only saves work within a game
