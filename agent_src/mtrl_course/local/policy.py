@@ -318,6 +318,10 @@ class Vocabulary:
         self.profile = np.zeros((len(self.allowed), COUNT_COLUMNS + 26), dtype=np.int8)
         self.profile[np.arange(len(self.allowed))[:, None], 26 * np.arange(WORD_LENGTH) + self.letters] = 1
         self.profile[:, COUNT_COLUMNS:] = self.letter_counts
+        # letter_sets beside the position columns of `profile`, for ClueState.letter_weights.
+        self.letter_profile = np.concatenate([self.letter_sets, self.profile[:, :COUNT_COLUMNS]], axis=1).astype(
+            np.int64
+        )
         # The allowed-list row of each answer column (for clues from hand-typed words).
         self.column_rows = np.array([self.row_of[w] for w in self.answers], dtype=np.intp)
         self._states: dict[tuple[tuple[str, str], ...], ClueState] = {}
@@ -354,7 +358,8 @@ class Vocabulary:
         columns, low, span = constraints
         values = self.profile.take(rows, axis=0).take(columns, axis=1)
         # low <= value <= low + span as one unsigned comparison (a value below low wraps round).
-        return ((values - low).view(np.uint8) <= span).all(axis=1)
+        within: np.ndarray = ((values - low).view(np.uint8) <= span).all(axis=1)
+        return within
 
 
 # Columns of Vocabulary.profile: 26 * position + letter says whether the word has that letter
@@ -452,8 +457,10 @@ class ClueState:
     """What a clue history proves, in the forms a turn needs. Shared between turns: read only.
 
     possible: answer columns that fit every clue (`possible_mask` as a mask over the answers);
-    tried and grays: 26-letter masks of the letters guessed and known gray; green_positions and
-    green_letters: the known greens.
+    tried and grays: 26-letter masks of the letters guessed and known gray; greens: how many
+    positions have a known green; letter_weights: a (26 + COUNT_COLUMNS, 3) matrix that turns
+    a row of `Vocabulary.letter_profile` into (letters not tried, known-gray letters used, known
+    greens in place).
     """
 
     possible: np.ndarray
@@ -461,8 +468,8 @@ class ClueState:
     knowledge: Knowledge
     tried: np.ndarray
     grays: np.ndarray
-    green_positions: np.ndarray
-    green_letters: np.ndarray
+    greens: int
+    letter_weights: np.ndarray
 
     @classmethod
     def build(cls, vocab: Vocabulary, clues: Sequence[Clue]) -> ClueState:
@@ -480,14 +487,19 @@ class ClueState:
         grays = np.zeros(26, dtype=bool)
         grays[[ord(c) - 65 for c in knowledge.grays]] = True
         greens = [(i, ord(letter) - 65) for i, letter in enumerate(knowledge.greens) if letter is not None]
+        weights = np.zeros((26 + COUNT_COLUMNS, 3), dtype=np.int64)
+        weights[:26, 0] = ~tried
+        weights[:26, 1] = grays
+        for i, letter in greens:
+            weights[26 + 26 * i + letter, 2] = 1
         return cls(
             possible=np.flatnonzero(mask),
             possible_mask=mask,
             knowledge=knowledge,
             tried=tried,
             grays=grays,
-            green_positions=np.array([i for i, _ in greens], dtype=np.intp),
-            green_letters=np.array([letter for _, letter in greens], dtype=np.int64),
+            greens=len(greens),
+            letter_weights=weights,
         )
 
 
@@ -653,15 +665,24 @@ def _conversation(messages: Any) -> tuple[list[str], set[str]]:
             answers.append(_content_text(message.get("content")))
         for call in message.get("tool_calls") or ():
             function = (call.get("function") or {}) if isinstance(call, dict) else {}
-            try:
-                arguments = json.loads(function.get("arguments") or "{}")
-            except (TypeError, ValueError):
-                continue
-            if isinstance(arguments, dict):
-                word = arguments.get(GUESS_PARAMETER)
-                if isinstance(word, str) and len(word.strip()) == 5:
-                    sent.add(word.strip().upper())
+            arguments = function.get("arguments") or "{}"
+            word = _sent_in(arguments) if isinstance(arguments, str) else _guess_sent(arguments)
+            if word is not None:
+                sent.add(word)
     return answers, sent
+
+
+def _guess_sent(arguments: Any) -> str | None:
+    """The five-letter guess (uppercase) a tool call's JSON arguments carry, if any."""
+    try:
+        parsed = json.loads(arguments)
+    except (TypeError, ValueError):
+        return None
+    word = parsed.get(GUESS_PARAMETER) if isinstance(parsed, dict) else None
+    return word.strip().upper() if isinstance(word, str) and len(word.strip()) == 5 else None
+
+
+_sent_in = _memo_for_short_texts(_guess_sent)
 
 
 class StandInPolicy:
@@ -840,19 +861,21 @@ class StandInPolicy:
         # order): stored results are compared bit for bit. Masks and counts are free to change.
         features = np.zeros((len(rows), N_FEATURES))
         answer_column = vocab.answer_of_row[rows]
-        fits = (answer_column >= 0) & state.possible_mask[answer_column]
+        common = answer_column >= 0
+        fits = common & state.possible_mask[answer_column]
         features[:, 0] = fits
         n = len(state.possible)
         if n > 1:
             bits = vocab.opening_bits[rows] if not clues else entropies(vocab.patterns[rows[:, None], state.possible])
             features[:, 1] = bits / math.log2(n)
-        letter_sets = vocab.letter_sets[rows]
-        features[:, 2] = (letter_sets & ~state.tried).sum(axis=1) / 5
-        features[:, 3] = (letter_sets & state.grays).sum(axis=1)
-        if len(state.green_positions):
-            features[:, 4] = (vocab.letters[rows][:, state.green_positions] != state.green_letters).sum(axis=1)
-        features[:, 5] = [vocab.allowed[int(r)] in guessed for r in rows]
-        features[:, 6] = vocab.is_answer[rows]
+        # New letters, known-gray letters used, and known greens kept: integer counts from one
+        # product (see ClueState.letter_weights).
+        counts = vocab.letter_profile.take(rows, axis=0) @ state.letter_weights
+        features[:, 2] = counts[:, 0] / 5
+        features[:, 3] = counts[:, 1]
+        features[:, 4] = state.greens - counts[:, 2]
+        features[:, 5] = [vocab.allowed[r] in guessed for r in rows.tolist()]
+        features[:, 6] = common
         features[:, 7] = fits / max(n, 1)
         early = (MAX_TURN - min(len(clues), MAX_TURN)) / MAX_TURN
         features[:, 8] = features[:, 0] * early
@@ -943,8 +966,9 @@ def loop_text(reasoning: str, word: str, runner_up: str, budget: int) -> str:
     head = reasoning.split() if reasoning else []
     cycle = f"Wait, {runner_up} also fits. But {word} looks better. Let me check again.".split()
     pieces = head[:budget]
-    while len(pieces) < budget:
-        pieces.extend(cycle[: budget - len(pieces)])
+    missing = budget - len(pieces)
+    if missing > 0:
+        pieces += (cycle * (missing // len(cycle) + 1))[:missing]
     return " ".join(pieces)
 
 
