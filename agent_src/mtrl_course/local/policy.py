@@ -358,8 +358,7 @@ class Vocabulary:
         columns, low, span = constraints
         values = self.profile.take(rows, axis=0).take(columns, axis=1)
         # low <= value <= low + span as one unsigned comparison (a value below low wraps round).
-        within: np.ndarray = ((values - low).view(np.uint8) <= span).all(axis=1)
-        return within
+        return np.asarray(((values - low).view(np.uint8) <= span).all(axis=1))
 
 
 # Columns of Vocabulary.profile: 26 * position + letter says whether the word has that letter
