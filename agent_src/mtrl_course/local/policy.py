@@ -333,9 +333,10 @@ class Vocabulary:
         key = tuple((word, "".join(marks)) for word, marks in clues)
         with self._states_lock:
             known = self._states.get(key)
+            parent = self._states.get(key[:-1]) if key else None
         if known is not None:
             return known
-        state = ClueState.build(self, clues)
+        state = ClueState.build(self, clues, parent)
         with self._states_lock:
             if len(self._states) >= STATE_MEMO_SIZE:
                 self._states.clear()  # a crude bound: the memo only saves work within a game
@@ -367,9 +368,11 @@ COUNT_COLUMNS = WORD_LENGTH * 26
 Constraints = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-def _clue_constraints(word: str, marks: Sequence[str]) -> list[tuple[int, int, int]] | None:
-    """The (profile column, low, high) bounds a word must meet to give `marks` when `word` is
-    played against it, or None when no word can give these marks.
+@functools.lru_cache(maxsize=4096)
+def _clue_constraints(word: str, marks: str) -> tuple[tuple[int, int, int], ...] | None:
+    """The (profile column, low, high) bounds a word must meet to give `marks` (G, Y and X, one
+    per letter) when `word` is played against it, or None when no word can give these marks.
+    Memoised per clue: a game's clues come back on every later turn.
 
     Under the greens-first, yellows-left-to-right rule a word w gives these marks exactly when:
     w has the guess's letter on the green squares and not on the others, and for each letter c
@@ -396,7 +399,7 @@ def _clue_constraints(word: str, marks: Sequence[str]) -> list[tuple[int, int, i
             counted[1] += 1
     for letter, (present, grays) in tally.items():
         bounds.append((COUNT_COLUMNS + letter, present, present if grays else WORD_LENGTH))
-    return bounds
+    return tuple(bounds)
 
 
 _CONSTRAINTS: dict[tuple[tuple[str, str], ...], Constraints | None] = {}
@@ -471,12 +474,18 @@ class ClueState:
     letter_weights: np.ndarray
 
     @classmethod
-    def build(cls, vocab: Vocabulary, clues: Sequence[Clue]) -> ClueState:
-        mask = np.ones(len(vocab.answers), dtype=bool)
+    def build(cls, vocab: Vocabulary, clues: Sequence[Clue], parent: ClueState | None = None) -> ClueState:
+        """The state of `clues`; `parent`, the state of all clues but the last, saves the masks."""
         knowledge = Knowledge()
-        tried = np.zeros(26, dtype=bool)
         for word, marks in clues:
             knowledge.update(word, marks)
+        if parent is None:
+            mask = np.ones(len(vocab.answers), dtype=bool)
+            tried = np.zeros(26, dtype=bool)
+            new = clues
+        else:
+            mask, tried, new = parent.possible_mask.copy(), parent.tried.copy(), clues[-1:]
+        for word, marks in new:
             tried[[ord(c) - 65 for c in word]] = True
             row = vocab.row_of.get(word)
             if row is None:  # a word outside the lists (typed by hand): no pattern row, check each answer
