@@ -320,7 +320,7 @@ class Vocabulary:
         self.profile[:, COUNT_COLUMNS:] = self.letter_counts
         # letter_sets beside the position columns of `profile`, for ClueState.letter_weights.
         self.letter_profile = np.concatenate([self.letter_sets, self.profile[:, :COUNT_COLUMNS]], axis=1).astype(
-            np.int64
+            np.int8
         )
         # The allowed-list row of each answer column (for clues from hand-typed words).
         self.column_rows = np.array([self.row_of[w] for w in self.answers], dtype=np.intp)
