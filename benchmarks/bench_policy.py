@@ -6,7 +6,8 @@ Plays a fixed set of games through `decide` (and, for every other game, through 
 emulator's entry point): efforts none/low/medium/high, temperatures 0, 0.7 and 1, several rng
 keys and adapters (the base, a trained-looking one, one whose format head drifted to raw text or
 no call), some games seeded with prior guesses, some with a hand-typed word outside the lists
-(first guess or prior guess), some with a `max_tokens` cap that cuts replies, and loops (greedy
+(first guess or prior guess), some with made-up marks (clues that contradict the game or that
+no word can give), some with a `max_tokens` cap that cuts replies, and loops (greedy
 turns of an undecided policy). After a reply without a call the conversation gets one "call the
 tool now" nudge, as the rollout does; finished games get one more turn (the closing text).
 
@@ -45,8 +46,10 @@ from mtrl_course.feedback_arrays import (
 from mtrl_course.local.policy import FORMATS, N_FEATURES, Adapter, StandInPolicy, vocabulary
 from wordle_agent.game import PRIOR_GUESSES_HEADER, WordleGame, score_guess
 
-# sha256 of every decision of the default run (320 games), recorded from the original code.
-GOLDEN = "3588e6af3147536f646b7377d267721046bca0fa9e9f323643d3c18e331fcfc0"
+# sha256 of every decision of the default run (320 games), recorded with the policy and
+# feedback_arrays of commit 2d4cb19, before any speed work (that tree's agent_src first on
+# PYTHONPATH, calling run(320) directly: the checks in main() need the new code).
+GOLDEN = "ef8ffcc894c98d4614a2c152332bdf7b2bd3c730cac7c3517babb30fba6f7d82"
 DEFAULT_GAMES = 320
 DEFAULT_REPEATS = 3
 MAX_TURNS_PER_GAME = 10
@@ -105,7 +108,14 @@ def digest_value(h: Any, value: Any) -> None:
         h.update(f"{type(value).__name__}:{value!r}".encode())
 
 
-def play(game_index: int, policies: list[StandInPolicy], answers: list[str], timings: list[float], h: Any) -> Counter:
+def play(
+    game_index: int,
+    policies: list[StandInPolicy],
+    answers: list[str],
+    allowed: list[str],
+    timings: list[float],
+    h: Any,
+) -> Counter:
     rnd = np.random.default_rng(game_index)
     policy = policies[game_index % len(policies)]
     effort = EFFORT_CHOICES[game_index % len(EFFORT_CHOICES)]
@@ -139,6 +149,17 @@ def play(game_index: int, policies: list[StandInPolicy], answers: list[str], tim
         }
         messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
         messages.append({"role": "tool", "tool_call_id": "call_typed", "content": game.guess(word)})
+    if game_index % 9 == 4:  # made-up marks: clues that contradict the game, or that no word can give
+        word = allowed[int(rnd.integers(len(allowed)))]
+        marks = "".join(str(m) for m in rnd.choice(list("GYX"), size=5))
+        text = f"Guess 1/6: {word} -> " + ", ".join(f"{c}={COLOR[m]}" for c, m in zip(word, marks))
+        call = {
+            "id": "call_made_up",
+            "type": "function",
+            "function": {"name": "guess_word", "arguments": json.dumps({"guess": word})},
+        }
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": "call_made_up", "content": text})
     via_complete = game_index % 2 == 1
     key = [int(rnd.integers(1000)), 0, game_index, 0, int(rnd.integers(8)), 0]
     kinds: Counter = Counter()
@@ -274,7 +295,7 @@ def run(games: int) -> tuple[str, list[float], Counter]:
     timings: list[float] = []
     kinds: Counter = Counter()
     for g in range(games):
-        kinds += play(g, policies, vocab.answers, timings, h)
+        kinds += play(g, policies, vocab.answers, vocab.allowed, timings, h)
     digest_entropies(h)
     return h.hexdigest(), timings, kinds
 
