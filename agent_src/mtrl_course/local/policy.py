@@ -288,7 +288,8 @@ def prompt_token_count(messages: Any) -> int:
 
 
 class Vocabulary:
-    """The word lists as arrays: feedback patterns, letters, opening entropies, probe pool."""
+    """The word lists as arrays: feedback patterns, letters, opening entropies, probe pool; and
+    the states of recent clue histories (`state`)."""
 
     def __init__(self) -> None:
         from mtrl_course.solver import default_solver
