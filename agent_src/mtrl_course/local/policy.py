@@ -923,8 +923,9 @@ class StandInPolicy:
         if not shown:
             return ""
         order = np.argsort(-logits, kind="stable")[:shown]
+        words = [vocab.allowed[row] for row in rows[order].tolist()]
         if shown <= TERSE_UP_TO:
-            listed = ", ".join(vocab.allowed[int(rows[i])] for i in order)
+            listed = ", ".join(words)
             return f"{len(possible)} answers still fit. Top words: {listed}. Going with {word}."
         greens = " ".join(c or "_" for c in knowledge.greens)
         present = ", ".join(sorted(knowledge.yellow)) or "none"
@@ -933,12 +934,13 @@ class StandInPolicy:
             f"Known so far: greens {greens}; present elsewhere {present}; absent {absent}.",
             f"{len(possible)} answers still fit. Weighing {len(rows)} words.",
         ]
-        for i in order:
-            fits = "fits the clues" if features[i, 0] else "does not fit"
-            new = int(round(features[i, 2] * 5))
+        # fits_clues, information and new_letters of the shown words, as Python floats
+        for shown_word, (fit, information, new_share) in zip(words, features[order, :3].tolist()):
+            fits = "fits the clues" if fit else "does not fit"
+            new = int(round(new_share * 5))
             # + 0.0 turns the entropy's -0.0 into 0.0 for printing
-            info = features[i, 1] + 0.0
-            lines.append(f"{vocab.allowed[int(rows[i])]}: {fits}, information {info:.2f}, {new} new letters.")
+            info = information + 0.0
+            lines.append(f"{shown_word}: {fits}, information {info:.2f}, {new} new letters.")
         lines.append(f"Going with {word}.")
         return "\n".join(lines)
 
