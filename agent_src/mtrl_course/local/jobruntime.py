@@ -872,9 +872,13 @@ def _checked_response(response: Any, policy: object) -> dict:
             f"{name} returned no usage token counts",
         )
     out = dict(response)
-    out.setdefault("id", f"chatcmpl-{uuid.uuid4().hex[:24]}")
+    # Filled in only when missing: a policy built with chat_completion has them all, and a fresh
+    # uuid per sampling call is measurable on the hot path.
+    if "id" not in out:
+        out["id"] = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+    if "created" not in out:
+        out["created"] = int(time.time())
     out.setdefault("object", "chat.completion")
-    out.setdefault("created", int(time.time()))
     out.setdefault("model", "default")
     return out
 

@@ -114,21 +114,22 @@ because that text stays in the conversation, prompt tokens of later turns too.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from mtrl_course.local.jobruntime import chat_completion
 from mtrl_course.feedback_arrays import encode, entropies
-from mtrl_course.local.transcript import Clue, clues_from_texts, is_over, seeded_clues
-from wordle_agent.game import Knowledge
+from mtrl_course.local.transcript import Clue, is_over, parse_clue, seeded_clues
+from wordle_agent.game import WORD_LENGTH, Knowledge
 
 LABEL = "stand-in policy"
 # Identifies the frozen base parameters below; a model package records it, and loading a package
@@ -182,6 +183,8 @@ FORMAT_ROBUST_RADIUS = 10.0
 FORMAT_DRIFT_RATE = 0.1
 ADAPTER_SCALE = 15_000.0
 
+T = TypeVar("T")
+
 GUESS_TOOL = "guess_word"
 GUESS_PARAMETER = "guess"
 
@@ -226,6 +229,13 @@ LOOP_POWER = 2.0
 LOOP_TOKENS = 8192
 LOOP_FINISH_REASON = "length"
 PROBE_POOL_SIZE = 1_000
+# Texts whose token count, clue and game-over status a process remembers, and the longest one
+# remembered (at most about 16 MB of text per memo).
+MEMO_TEXTS = 4096
+MEMO_TEXT_LIMIT = 4096
+# Clue histories whose ClueState a process keeps (more than the games a run plays at once; at
+# most about 20 MB even if every one still had all answers possible).
+STATE_MEMO_SIZE = 1024
 # Softmax temperatures below this count as greedy (temperature 0).
 GREEDY_BELOW = 1e-6
 # Guesses in a game minus one: the last turn's share of guesses still ahead is 0.
@@ -234,7 +244,20 @@ MAX_TURN = 5
 
 def count_tokens(text: Any) -> int:
     """Whitespace-separated pieces of `text` (0 for anything that is not a string)."""
-    return len(text.split()) if isinstance(text, str) else 0
+    return _pieces(text) if isinstance(text, str) else 0
+
+
+def _memo_for_short_texts(function: Callable[[str], T]) -> Callable[[str], T]:
+    """`function` memoised for texts up to MEMO_TEXT_LIMIT characters. Every turn re-reads the
+    whole conversation (prompt tokens, clues), so the same texts come back turn after turn; the
+    limit keeps looped replies (tens of kilobytes each) out of the memo."""
+    memo = functools.lru_cache(maxsize=MEMO_TEXTS)(function)
+    return lambda text: memo(text) if len(text) <= MEMO_TEXT_LIMIT else function(text)
+
+
+_pieces = _memo_for_short_texts(lambda text: len(text.split()))
+_clue_in = _memo_for_short_texts(parse_clue)
+_over = _memo_for_short_texts(is_over)
 
 
 def _content_text(content: Any) -> str:
@@ -265,7 +288,8 @@ def prompt_token_count(messages: Any) -> int:
 
 
 class Vocabulary:
-    """The word lists as arrays: feedback patterns, letters, opening entropies, probe pool."""
+    """The word lists as arrays: feedback patterns, letters, opening entropies, probe pool; and
+    the states of recent clue histories (`state`)."""
 
     def __init__(self) -> None:
         from mtrl_course.solver import default_solver
@@ -291,32 +315,124 @@ class Vocabulary:
         self.letter_counts = np.zeros((len(self.allowed), 26), dtype=np.int8)
         for i in range(5):
             np.add.at(self.letter_counts, (np.arange(len(self.allowed)), self.letters[:, i]), 1)
+        # One row per allowed word: where its letters are and how many copies (see COUNT_COLUMNS).
+        self.profile = np.zeros((len(self.allowed), COUNT_COLUMNS + 26), dtype=np.int8)
+        self.profile[np.arange(len(self.allowed))[:, None], 26 * np.arange(WORD_LENGTH) + self.letters] = 1
+        self.profile[:, COUNT_COLUMNS:] = self.letter_counts
+        # letter_sets beside the position columns of `profile`, for ClueState.letter_weights.
+        self.letter_profile = np.concatenate([self.letter_sets, self.profile[:, :COUNT_COLUMNS]], axis=1).astype(
+            np.int8
+        )
+        # The allowed-list row of each answer column (for clues from hand-typed words).
+        self.column_rows = np.array([self.row_of[w] for w in self.answers], dtype=np.intp)
+        self._states: dict[tuple[tuple[str, str], ...], ClueState] = {}
+        self._states_lock = threading.Lock()
+
+    def state(self, clues: Sequence[Clue]) -> ClueState:
+        """What `clues` prove, as the policy's turn reads it (memoised per clue history: every turn
+        of a game re-reads the clues of the turns before, and retries re-read them all)."""
+        key = tuple((word, "".join(marks)) for word, marks in clues)
+        with self._states_lock:
+            known = self._states.get(key)
+            parent = self._states.get(key[:-1]) if key else None
+        if known is not None:
+            return known
+        state = ClueState.build(self, clues, parent)
+        with self._states_lock:
+            if len(self._states) >= STATE_MEMO_SIZE:
+                self._states.clear()  # a crude bound: the memo only saves work within a game
+            self._states[key] = state
+        return state
 
     def consistent(self, clues: Sequence[Clue], rows: np.ndarray) -> np.ndarray:
         """Which of the allowed-word `rows` agree with every clue (answer-list words or not).
 
         A word agrees with a clue when playing the clue's guess against it as the answer gives
         the clue's marks (patterns.py's rule: greens first, then yellows while copies remain).
+        Checked as bounds on columns of `profile` (see `_clue_constraints`), all clues at once:
+        a turn asks about a few hundred rows, where numpy's per-call overhead is the cost.
         """
-        keep = np.ones(len(rows), dtype=bool)
         if not clues or len(rows) == 0:
-            return keep
-        a = self.letters[rows]
-        index = np.arange(len(rows))
-        for word, marks in clues:
-            g = [ord(c) - 65 for c in word]
-            green = a == np.array(g)[None, :]
-            remaining = self.letter_counts[rows]  # fancy indexing: a copy
-            for i in range(5):
-                remaining[index, a[:, i]] -= green[:, i]
-            code = np.zeros(len(rows), dtype=np.int64)
-            for i in range(5):
-                left = remaining[:, g[i]]
-                yellow = ~green[:, i] & (left > 0)
-                remaining[:, g[i]] = left - yellow
-                code += (2 * green[:, i] + yellow) * 3**i
-            keep &= code == _pattern_code(marks)
-        return keep
+            return np.ones(len(rows), dtype=bool)
+        constraints = _constraints_of(clues)
+        if constraints is None:
+            return np.zeros(len(rows), dtype=bool)
+        columns, low, span = constraints
+        values = self.profile.take(rows, axis=0).take(columns, axis=1)
+        # low <= value <= low + span as one unsigned comparison (a value below low wraps round).
+        return np.asarray(((values - low).view(np.uint8) <= span).all(axis=1))
+
+
+# Columns of Vocabulary.profile: 26 * position + letter says whether the word has that letter
+# there (0 or 1); COUNT_COLUMNS + letter is how many copies of the letter it has.
+COUNT_COLUMNS = WORD_LENGTH * 26
+Constraints = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+@functools.lru_cache(maxsize=4096)
+def _clue_constraints(word: str, marks: str) -> tuple[tuple[int, int, int], ...] | None:
+    """The (profile column, low, high) bounds a word must meet to give `marks` (G, Y and X, one
+    per letter) when `word` is played against it, or None when no word can give these marks.
+    Memoised per clue: a game's clues come back on every later turn.
+
+    Under the greens-first, yellows-left-to-right rule a word w gives these marks exactly when:
+    w has the guess's letter on the green squares and not on the others, and for each letter c
+    of the guess with g green and y yellow marks, w holds exactly g + y copies of c if some copy
+    of c is marked gray, else at least g + y. No word gives a gray copy of a letter before a
+    yellow copy (the rule marks the leftmost copies yellow).
+    """
+    bounds = []
+    seen_gray: set[int] = set()
+    tally: dict[int, list[int]] = {}
+    for i, (char, mark) in enumerate(zip(word, marks)):
+        letter = ord(char) - 65
+        green = int(mark == "G")
+        bounds.append((26 * i + letter, green, green))
+        counted = tally.setdefault(letter, [0, 0])
+        if mark == "G":
+            counted[0] += 1
+        elif mark == "Y":
+            if letter in seen_gray:
+                return None
+            counted[0] += 1
+        else:
+            seen_gray.add(letter)
+            counted[1] += 1
+    for letter, (present, grays) in tally.items():
+        bounds.append((COUNT_COLUMNS + letter, present, present if grays else WORD_LENGTH))
+    return tuple(bounds)
+
+
+_CONSTRAINTS: dict[tuple[tuple[str, str], ...], Constraints | None] = {}
+_CONSTRAINTS_LIMIT = 4096
+_UNKNOWN = object()
+
+
+def _constraints_of(clues: Sequence[Clue]) -> Constraints | None:
+    """All clues' bounds as (columns, low, high - low) arrays for `Vocabulary.consistent`
+    (memoised: every turn of a game asks again for the clues before it), or None when some clue
+    can match no word."""
+    key = tuple((word, "".join(marks)) for word, marks in clues)
+    cached = _CONSTRAINTS.get(key, _UNKNOWN)
+    if cached is not _UNKNOWN:
+        return cached  # type: ignore[return-value]
+    bounds: list[tuple[int, int, int]] = []
+    result: Constraints | None = None
+    for word, marks in key:
+        found = _clue_constraints(word, marks) if len(word) == WORD_LENGTH == len(marks) else None
+        if found is None:
+            break
+        bounds += found
+    else:
+        result = (
+            np.array([column for column, _, _ in bounds], dtype=np.intp),
+            np.array([low for _, low, _ in bounds], dtype=np.int8),
+            np.array([high - low for _, low, high in bounds], dtype=np.uint8),
+        )
+    if len(_CONSTRAINTS) >= _CONSTRAINTS_LIMIT:
+        _CONSTRAINTS.clear()  # a crude bound: the memo only saves work within a game
+    _CONSTRAINTS[key] = result
+    return result
 
 
 _VOCABULARY: Vocabulary | None = None
@@ -337,6 +453,63 @@ _MARK_DIGIT = {"X": 0, "Y": 1, "G": 2}
 
 def _pattern_code(marks: Sequence[str]) -> int:
     return sum(_MARK_DIGIT[m] * 3**i for i, m in enumerate(marks))
+
+
+@dataclass(frozen=True)
+class ClueState:
+    """What a clue history proves, in the forms a turn needs. Shared between turns: read only.
+
+    possible: answer columns that fit every clue (`possible_mask` as a mask over the answers);
+    tried and grays: 26-letter masks of the letters guessed and known gray; greens: how many
+    positions have a known green; letter_weights: a (26 + COUNT_COLUMNS, 3) matrix that turns
+    a row of `Vocabulary.letter_profile` into (letters not tried, known-gray letters used, known
+    greens in place).
+    """
+
+    possible: np.ndarray
+    possible_mask: np.ndarray
+    knowledge: Knowledge
+    tried: np.ndarray
+    grays: np.ndarray
+    greens: int
+    letter_weights: np.ndarray
+
+    @classmethod
+    def build(cls, vocab: Vocabulary, clues: Sequence[Clue], parent: ClueState | None = None) -> ClueState:
+        """The state of `clues`; `parent`, the state of all clues but the last, saves the masks."""
+        knowledge = Knowledge()
+        for word, marks in clues:
+            knowledge.update(word, marks)
+        if parent is None:
+            mask = np.ones(len(vocab.answers), dtype=bool)
+            tried = np.zeros(26, dtype=bool)
+            new = clues
+        else:
+            mask, tried, new = parent.possible_mask.copy(), parent.tried.copy(), clues[-1:]
+        for word, marks in new:
+            tried[[ord(c) - 65 for c in word]] = True
+            row = vocab.row_of.get(word)
+            if row is None:  # a word outside the lists (typed by hand): no pattern row, check each answer
+                mask &= vocab.consistent([(word, marks)], vocab.column_rows)
+            else:
+                mask &= vocab.patterns[row] == _pattern_code(marks)
+        grays = np.zeros(26, dtype=bool)
+        grays[[ord(c) - 65 for c in knowledge.grays]] = True
+        greens = [(i, ord(letter) - 65) for i, letter in enumerate(knowledge.greens) if letter is not None]
+        weights = np.zeros((26 + COUNT_COLUMNS, 3), dtype=np.int64)
+        weights[:26, 0] = ~tried
+        weights[:26, 1] = grays
+        for i, letter in greens:
+            weights[26 + 26 * i + letter, 2] = 1
+        return cls(
+            possible=np.flatnonzero(mask),
+            possible_mask=mask,
+            knowledge=knowledge,
+            tried=tried,
+            grays=grays,
+            greens=len(greens),
+            letter_weights=weights,
+        )
 
 
 # --- the adapter (the trainable part) --------------------------------------------------------------
@@ -501,15 +674,24 @@ def _conversation(messages: Any) -> tuple[list[str], set[str]]:
             answers.append(_content_text(message.get("content")))
         for call in message.get("tool_calls") or ():
             function = (call.get("function") or {}) if isinstance(call, dict) else {}
-            try:
-                arguments = json.loads(function.get("arguments") or "{}")
-            except (TypeError, ValueError):
-                continue
-            if isinstance(arguments, dict):
-                word = arguments.get(GUESS_PARAMETER)
-                if isinstance(word, str) and len(word.strip()) == 5:
-                    sent.add(word.strip().upper())
+            arguments = function.get("arguments") or "{}"
+            word = _sent_in(arguments) if isinstance(arguments, str) else _guess_sent(arguments)
+            if word is not None:
+                sent.add(word)
     return answers, sent
+
+
+def _guess_sent(arguments: Any) -> str | None:
+    """The five-letter guess (uppercase) a tool call's JSON arguments carry, if any."""
+    try:
+        parsed = json.loads(arguments)
+    except (TypeError, ValueError):
+        return None
+    word = parsed.get(GUESS_PARAMETER) if isinstance(parsed, dict) else None
+    return word.strip().upper() if isinstance(word, str) and len(word.strip()) == 5 else None
+
+
+_sent_in = _memo_for_short_texts(_guess_sent)
 
 
 class StandInPolicy:
@@ -587,19 +769,21 @@ class StandInPolicy:
         prompt_tokens = prompt_token_count(messages)
         tool = _guess_tool(tools)
         answers, sent = _conversation(messages)
-        if tool is None or (answers and is_over(answers[-1])):
+        if tool is None or (answers and _over(answers[-1])):
             text = NO_TOOL_TEXT if tool is None else GAME_OVER_TEXT
             trace = {"kind": "closing", "temperature": temperature, "effort": level}
             return Decision(text, None, trace, prompt_tokens, max(1, count_tokens(text)))
 
         vocab = vocabulary()
-        clues = [*seeded_clues(messages), *clues_from_texts(answers)]
+        # The parsed clues are shared between turns: nothing here changes them.
+        clues = [*seeded_clues(messages), *(clue for clue in map(_clue_in, answers) if clue is not None)]
         rng = np.random.default_rng(np.random.SeedSequence(list(rng_key)))
-        possible, knowledge = self._possible(vocab, clues)
+        state = vocab.state(clues)
+        possible, knowledge = state.possible, state.knowledge
         guessed = sent | {word for word, _ in clues}
         spec = EFFORTS[level]
         candidates = self._candidates(vocab, rng, possible, spec.candidates, clues)
-        features = self._features(vocab, candidates, clues, knowledge, possible, guessed)
+        features = self._features(vocab, candidates, clues, state, guessed)
 
         greedy = temperature < GREEDY_BELOW
         format_probs = None if greedy else softmax(self.format_logits, temperature)
@@ -622,7 +806,7 @@ class StandInPolicy:
             "format": fmt,
             "temperature": temperature,
             "effort": level,
-            "candidates": [vocab.allowed[int(c)] for c in candidates],
+            "candidates": [vocab.allowed[c] for c in candidates.tolist()],
             "word": word,
             # Log-probability of the action under the sampling parameters (PPO's "old" policy).
             "logp": None if probs is None or format_probs is None else _action_logp(probs, chosen, format_probs, fmt),
@@ -658,69 +842,49 @@ class StandInPolicy:
 
     # -- pieces ---------------------------------------------------------------------------------
     @staticmethod
-    def _possible(vocab: Vocabulary, clues: list[Clue]) -> tuple[np.ndarray, Knowledge]:
-        mask = np.ones(len(vocab.answers), dtype=bool)
-        knowledge = Knowledge()
-        for word, marks in clues:
-            knowledge.update(word, marks)
-            row = vocab.row_of.get(word)
-            if row is None:  # a word outside the lists (typed by hand): score it on the fly
-                from mtrl_course.feedback_arrays import pattern_matrix
-
-                mask &= pattern_matrix([word], vocab.answers)[0] == _pattern_code(marks)
-            else:
-                mask &= vocab.patterns[row] == _pattern_code(marks)
-        return np.flatnonzero(mask), knowledge
-
-    @staticmethod
     def _candidates(
         vocab: Vocabulary, rng: np.random.Generator, possible: np.ndarray, count: int, clues: Sequence[Clue]
     ) -> np.ndarray:
         fitting = min(len(possible), max(MIN_CONSISTENT, count // CONSISTENT_SHARE))
-        chosen = list(vocab.answer_rows[rng.choice(possible, size=fitting, replace=False)]) if fitting else []
+        chosen = vocab.answer_rows[rng.choice(possible, size=fitting, replace=False)].tolist() if fitting else []
         # Obscure words that fit: the first of OBSCURE_SAMPLE random non-answer words that agree
         # with the clues (a model recalls a few such words, it does not enumerate the dictionary).
         sample = rng.choice(vocab.obscure_rows, size=OBSCURE_SAMPLE, replace=False)
         fits = sample[vocab.consistent(clues, sample)]
-        chosen += list(fits[: max(1, count // OBSCURE_SHARE)])
+        chosen += fits[: max(1, count // OBSCURE_SHARE)].tolist()
         probes = count - len(chosen)
-        chosen += list(vocab.probe_pool[rng.choice(len(vocab.probe_pool), size=probes // 2, replace=False)])
-        chosen += list(rng.choice(len(vocab.allowed), size=probes - probes // 2, replace=False))
+        chosen += vocab.probe_pool[rng.choice(len(vocab.probe_pool), size=probes // 2, replace=False)].tolist()
+        chosen += rng.choice(len(vocab.allowed), size=probes - probes // 2, replace=False).tolist()
         # Duplicates are dropped, keeping the first: the candidate order is part of the key.
-        return np.array(list(dict.fromkeys(int(c) for c in chosen)), dtype=np.int64)
+        return np.array(list(dict.fromkeys(chosen)), dtype=np.int64)
 
     @staticmethod
     def _features(
         vocab: Vocabulary,
         rows: np.ndarray,
         clues: list[Clue],
-        knowledge: Knowledge,
-        possible: np.ndarray,
+        state: ClueState,
         guessed: set[str],
     ) -> np.ndarray:
+        # The float columns are computed exactly as they always were (same operations, same
+        # order): stored results are compared bit for bit. Masks and counts are free to change.
         features = np.zeros((len(rows), N_FEATURES))
         answer_column = vocab.answer_of_row[rows]
-        fits = np.isin(answer_column, possible) & (answer_column >= 0)
+        common = answer_column >= 0
+        fits = common & state.possible_mask[answer_column]
         features[:, 0] = fits
-        n = len(possible)
+        n = len(state.possible)
         if n > 1:
-            bits = vocab.opening_bits[rows] if not clues else entropies(vocab.patterns[rows][:, possible])
+            bits = vocab.opening_bits[rows] if not clues else entropies(vocab.patterns[rows[:, None], state.possible])
             features[:, 1] = bits / math.log2(n)
-        letter_sets = vocab.letter_sets[rows]
-        tried = np.zeros(26, dtype=bool)
-        for word, _ in clues:
-            tried[[ord(c) - 65 for c in word]] = True
-        features[:, 2] = (letter_sets & ~tried).sum(axis=1) / 5
-        grays = np.zeros(26, dtype=bool)
-        grays[[ord(c) - 65 for c in knowledge.grays]] = True
-        features[:, 3] = (letter_sets & grays).sum(axis=1)
-        broken = np.zeros(len(rows))
-        for position, letter in enumerate(knowledge.greens):
-            if letter is not None:
-                broken += vocab.letters[rows, position] != ord(letter) - 65
-        features[:, 4] = broken
-        features[:, 5] = [vocab.allowed[int(r)] in guessed for r in rows]
-        features[:, 6] = vocab.is_answer[rows]
+        # New letters, known-gray letters used, and known greens kept: integer counts from one
+        # product (see ClueState.letter_weights).
+        counts = vocab.letter_profile.take(rows, axis=0) @ state.letter_weights
+        features[:, 2] = counts[:, 0] / 5
+        features[:, 3] = counts[:, 1]
+        features[:, 4] = state.greens - counts[:, 2]
+        features[:, 5] = [vocab.allowed[r] in guessed for r in rows.tolist()]
+        features[:, 6] = common
         features[:, 7] = fits / max(n, 1)
         early = (MAX_TURN - min(len(clues), MAX_TURN)) / MAX_TURN
         features[:, 8] = features[:, 0] * early
@@ -759,8 +923,9 @@ class StandInPolicy:
         if not shown:
             return ""
         order = np.argsort(-logits, kind="stable")[:shown]
+        words = [vocab.allowed[row] for row in rows[order].tolist()]
         if shown <= TERSE_UP_TO:
-            listed = ", ".join(vocab.allowed[int(rows[i])] for i in order)
+            listed = ", ".join(words)
             return f"{len(possible)} answers still fit. Top words: {listed}. Going with {word}."
         greens = " ".join(c or "_" for c in knowledge.greens)
         present = ", ".join(sorted(knowledge.yellow)) or "none"
@@ -769,12 +934,13 @@ class StandInPolicy:
             f"Known so far: greens {greens}; present elsewhere {present}; absent {absent}.",
             f"{len(possible)} answers still fit. Weighing {len(rows)} words.",
         ]
-        for i in order:
-            fits = "fits the clues" if features[i, 0] else "does not fit"
-            new = int(round(features[i, 2] * 5))
+        # fits_clues, information and new_letters of the shown words, as Python floats
+        for shown_word, (fit, information, new_share) in zip(words, features[order, :3].tolist()):
+            fits = "fits the clues" if fit else "does not fit"
+            new = int(round(new_share * 5))
             # + 0.0 turns the entropy's -0.0 into 0.0 for printing
-            info = features[i, 1] + 0.0
-            lines.append(f"{vocab.allowed[int(rows[i])]}: {fits}, information {info:.2f}, {new} new letters.")
+            info = information + 0.0
+            lines.append(f"{shown_word}: {fits}, information {info:.2f}, {new} new letters.")
         lines.append(f"Going with {word}.")
         return "\n".join(lines)
 
@@ -811,8 +977,9 @@ def loop_text(reasoning: str, word: str, runner_up: str, budget: int) -> str:
     head = reasoning.split() if reasoning else []
     cycle = f"Wait, {runner_up} also fits. But {word} looks better. Let me check again.".split()
     pieces = head[:budget]
-    while len(pieces) < budget:
-        pieces.extend(cycle[: budget - len(pieces)])
+    missing = budget - len(pieces)
+    if missing > 0:
+        pieces += (cycle * (missing // len(cycle) + 1))[:missing]
     return " ".join(pieces)
 
 
