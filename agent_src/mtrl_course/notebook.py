@@ -136,8 +136,10 @@ class NotebookContext:
     def show_source(self, obj: Any) -> None:
         """Show the source of a function, class or module from agent_src, read from the package itself.
 
-        Only course code: third-party source does not belong in the committed outputs.
+        Only course code: third-party source does not belong in the committed outputs. A
+        decorated object (a Strands `@tool`) shows the function it wraps, decorators included.
         """
+        obj = inspect.unwrap(obj)
         path = Path(inspect.getsourcefile(obj) or "").resolve()
         if not path.is_relative_to(SOURCE_ROOT):
             raise ValueError(
