@@ -148,7 +148,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         'time: the expected answer is {"reward": -1.5}, and every failure in the diagnosis table '
         "but one (the runtime role without its policy) is reproduced offline.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=9,
+        offline_seconds=8,
         live_time="not measured (a few invocations)",
         live_cost="two short AgentCore sessions (price not in our sources); no tokens, because "
         "the fake job is refused before any sampling",
@@ -162,7 +162,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         summary="Build the 640/128 task split (each row carries only the secret word), validate "
         "it the way the service reads it, and upload it to S3.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=5,
+        offline_seconds=4,
         live_time="not measured (two small uploads)",
         live_cost="S3 storage and requests for two small files (standard S3 rates; not in our sources)",
         billable=("S3 storage",),
@@ -184,7 +184,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         "estimate its cost with your prices, or attach to a job started earlier; offline, a small "
         "stand-in policy really trains on your machine.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=70,
+        offline_seconds=40,
         live_time="about 12 h 40 min for the walkthrough's 100-step run (AWS walkthrough); "
         "a lab can attach to a job started earlier",
         live_cost="about $339 in training tokens and about $79 of AgentCore runtime for the "
@@ -221,7 +221,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         summary="Evaluate the base and trained models at four serving settings (reasoning effort x "
         "temperature), one evaluation job at a time, and break down what the jobs billed.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=31,
+        offline_seconds=22,
         live_time="about an hour for the walkthrough's evaluation jobs, 4 to 7 min per "
         "128-word job, one at a time (AWS walkthrough)",
         live_cost="about $1.20 in tokens for the walkthrough's evaluation jobs (AWS walkthrough), "
@@ -257,7 +257,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         summary="Why a summed per-guess reward paid lost games and ranked fast solves below slow "
         "ones, and how an outcome-dominant reward with clipped shaping fixes both.",
         modes=_NO_LIVE_PART,
-        offline_seconds=26,
+        offline_seconds=21,
         live_time=None,
         live_cost=None,
         prerequisites=("00", "05"),
@@ -271,7 +271,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         "plateau) and their fixes on real calls and real training of the stand-in, and evaluate "
         "checkpoints at serving settings.",
         modes=_NO_LIVE_PART,
-        offline_seconds=21,
+        offline_seconds=16,
         live_time=None,
         live_cost=None,
         prerequisites=("05",),
@@ -285,7 +285,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         "instrumentation, reproduce the collapse to guessing, ablate every component, and package "
         "the environment for Nova Forge.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=20,
+        offline_seconds=18,
         live_time="not measured (the Nova Forge post reports no training time)",
         live_cost="a Nova Forge subscription plus a SageMaker HyperPod cluster (the Nova infra sample "
         "defaults to 10 x ml.p5.48xlarge); prices are not in our sources",
