@@ -418,8 +418,13 @@ class _JobSession:
                 return
             self.restart_at = None
         self.job.log("fault injected: the agent runtime is restarted (a redeploy) with rollouts in flight")
-        if self.runtime is not None and getattr(self.runtime, "serving", False):
+        if self.runtime is not None and getattr(self.runtime, "serving", False) and self.options.lane == LANE_FULL:
             threading.Thread(target=self._restart_when_busy, name=f"fault-restart-{self.job.name}", daemon=True).start()
+        elif self.runtime is not None and getattr(self.runtime, "serving", False):
+            # The fast lane's rollouts never pass through the runtime, so there is nothing in
+            # flight to wait for: restart it now. In a thread that waited instead, a short job
+            # could finish before the restart landed, and the job's fate hung on thread timing.
+            self.runtime.restart()
         elif self.runtime is not None:
             # A runtime that is registered but not serving (the fast lane does not need it) is
             # "redeployed" by bumping its generation, as restart() would; the rollouts already
