@@ -108,6 +108,7 @@ student: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_game.py
+	$(BIN)/python benchmarks/bench_policy.py
 	$(BIN)/python benchmarks/bench_stack.py
 
 words: $(STAMP)
