@@ -451,11 +451,9 @@ def test_96_concurrent_rollouts_through_the_runtime_each_report_one_reward(offli
     from mtrl_course.curriculum import course_run as course
     from mtrl_course.local import fastlane, runner
     from mtrl_course.local.policy import StandInPolicy
-    from wordle_agent.auth import TOKENS
 
     prompts = course.split_words("validation")
     emulator = runner.job_runtime()  # trusts this test's (fake) credentials
-    TOKENS.invalidate()  # so the agent signs with them too, not with a token cached by another test
     arn = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:job/AgentRFT/concurrency-check"
     emulator.register_job(arn, StandInPolicy(seed=3))
     lines = config.VALIDATION_FILE.read_text().splitlines()

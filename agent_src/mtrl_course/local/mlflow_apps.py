@@ -58,7 +58,7 @@ class _App:
 
     @property
     def tracking_uri(self) -> str:
-        return f"sqlite:///{(self.directory / 'mlflow.db').as_posix()}"
+        return mlflow_store.tracking_uri(self.directory / "mlflow.db")
 
     @property
     def artifact_root(self) -> str:
@@ -126,7 +126,7 @@ class LocalMlflowApps:
             if data.get("arn") == arn:
                 directory = record.parent
                 return MlflowAppInfo(
-                    arn, f"sqlite:///{(directory / 'mlflow.db').as_posix()}", (directory / "artifacts").as_uri()
+                    arn, mlflow_store.tracking_uri(directory / "mlflow.db"), (directory / "artifacts").as_uri()
                 )
         return None
 

@@ -82,19 +82,5 @@ def _empty_store() -> Path:
     # Through the client, as every reader of the course's stores opens them: the same code path
     # (and so the same migrations and default rows) as a store MLflow creates on first use.
     MlflowClient(tracking_uri=tracking_uri(store)).search_experiments()
-    _dispose_engines()
     _template = store
     return store
-
-
-def _dispose_engines() -> None:
-    # MLflow keeps one SQLAlchemy engine per URI; the template is only ever copied, never
-    # written again, so its connections are closed before the first copy.
-    try:
-        from mlflow.store.db import utils
-    except ImportError:  # pragma: no cover - mlflow is a locked dependency
-        return
-    cache = getattr(utils, "_engine_cache", None)
-    if isinstance(cache, dict):
-        for engine in cache.values():
-            engine.dispose()
