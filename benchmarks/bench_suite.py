@@ -3,7 +3,7 @@
     python benchmarks/bench_suite.py [--baseline 20dfe1e] [--old] [--all] [--repeats 1]
 
 Issue 7 measured `make test` at 7 min 46 s on 2 cores at BASELINE, the last commit of the first
-stage, and asked for half of that. The suite has grown since: later stages added test files,
+stage, and asked for half of that (at most 4 minutes). The suite has grown since: later stages added test files,
 notebooks 09-11 and the one-seed re-runs of the stored experiments. So this script times the
 same scope on both sides:
 
@@ -20,8 +20,8 @@ pytest and everything it started); with `--repeats` the medians, then the ratio 
 suite's time to the baseline scope's. Lint and the type check (`make lint`, about 20 s cold) come
 on top of pytest in `make test` and are not timed here.
 
-A run takes minutes (the old suite about 6.5, the whole suite about 6.5, the baseline scope about
-3.5 on 2 cores). The notebooks' state folder (`.state/batch`) is fixed, so do not run this while
+A run takes minutes (on 2 cores: the old suite about 6.5, the whole suite about 6, the baseline
+scope about 3.5). The notebooks' state folder (`.state/batch`) is fixed, so do not run this while
 another pytest runs in the same checkout. Exits non-zero if any run has a failing test.
 """
 
@@ -63,7 +63,10 @@ class Run:
 
 
 def git(*args: str) -> str:
-    return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+    if done.returncode != 0:  # e.g. a shallow clone without the baseline commit
+        sys.exit(f"git {' '.join(args)} failed: {done.stderr.strip()}")
+    return done.stdout
 
 
 def baseline_paths(rev: str) -> list[str]:
@@ -129,8 +132,9 @@ def run_old(rev: str) -> Run:
         env["PYTHONPATH"] = os.pathsep.join([str(tree / "agent_src"), str(tree / "tests")])
         return run_pytest(f"then ({rev})", [], tree, env)
     finally:
-        git("worktree", "remove", "--force", str(tree))
+        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True, check=False)
         shutil.rmtree(folder, ignore_errors=True)
+        subprocess.run(["git", "worktree", "prune"], cwd=ROOT, capture_output=True, check=False)
 
 
 def median(runs: list[Run], field: str) -> float:
