@@ -62,6 +62,11 @@ class Run:
         return failures == 0 and self.counts.get("passed", 0) > 0
 
 
+def clean_env() -> dict[str, str]:
+    """This environment without a chosen state folder or an enclosing xdist run's settings."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("MTRL_STATE_DIR", "PYTEST_XDIST"))}
+
+
 def git(*args: str) -> str:
     done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
     if done.returncode != 0:  # e.g. a shallow clone without the baseline commit
@@ -128,7 +133,7 @@ def run_old(rev: str) -> Run:
     tree = folder / "tree"
     try:
         git("worktree", "add", "--detach", str(tree), rev)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("MTRL_STATE_DIR", "PYTEST_XDIST"))}
+        env = clean_env()
         env["PYTHONPATH"] = os.pathsep.join([str(tree / "agent_src"), str(tree / "tests")])
         return run_pytest(f"then ({rev})", [], tree, env)
     finally:
@@ -151,7 +156,7 @@ def main() -> None:
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
     paths = baseline_paths(args.baseline)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MTRL_STATE_DIR", "PYTEST_XDIST"))}
+    env = clean_env()
     results: dict[str, list[Run]] = {}
     for _ in range(args.repeats):
         if args.old:
