@@ -6,7 +6,16 @@ PYTHON ?= python3
 PYTHON_MIN := 3.11.5
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# The stamp's name is a checksum of the lock and pyproject.toml, and it has no prerequisites: make
+# decides by content alone. (With the two files as prerequisites, make also compared timestamps,
+# so a fresh clone or a branch switch, which leave the lock newer than the stamp, re-ran pip for
+# about 45 s and re-pointed the editable install at whichever clone ran it.)
 STAMP  := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml 2>/dev/null | cksum | cut -d' ' -f1)
+# Every command runs this checkout's code, even with a virtualenv shared by several clones
+# (VENV=../other-clone/.venv): the editable install's path entry points at the clone that made
+# the venv, and PYTHONPATH comes before it on sys.path. The toolkit then finds its files from the
+# current folder (mtrl_course.config.REPO_ROOT), so each clone reads and writes only its own.
+export PYTHONPATH := $(CURDIR)/agent_src$(if $(PYTHONPATH),:$(PYTHONPATH))
 export MTRL_MODE ?= offline
 # Keep third-party telemetry and update checks quiet and offline.
 export SAGEMAKER_TELEMETRY_DISABLED ?= true
@@ -44,7 +53,7 @@ register-filter = git rev-parse --is-inside-work-tree >/dev/null 2>&1 && git con
 
 # pip runs with --quiet (its per-package lines would bury everything else), so each step says
 # what it is doing before it starts: the locked install is silent for minutes on a first run.
-$(STAMP): requirements.lock pyproject.toml
+$(STAMP):
 	@test -x $(BIN)/python || { $(PYTHON_CHECK); }
 	@test -x $(BIN)/python || echo "[venv 1/4] creating the virtualenv $(VENV) with $(PYTHON) (first run only)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \

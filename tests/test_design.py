@@ -25,6 +25,7 @@ FOUNDATION = {
     "mtrl_course.service_spec",
     "mtrl_course.naming",
     "mtrl_course.feedback_arrays",
+    "mtrl_course.numerics",
     "mtrl_course.solver",
     "mtrl_course.dataset",
     "mtrl_course.policy_eval",

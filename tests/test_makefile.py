@@ -71,3 +71,30 @@ def test_a_supported_python_passes_silently(tmp_path: Path, version: tuple[int, 
 
 def test_this_interpreter_passes() -> None:
     assert make("-s", "check-python", f"PYTHON={sys.executable}").returncode == 0
+
+
+def test_the_venv_stamp_decides_by_content_not_by_timestamps(tmp_path: Path) -> None:
+    # A fresh clone (or a branch switch) leaves the lock newer than an existing stamp; with the
+    # lock's content unchanged, make must not re-run pip (it used to, for about 45 s).
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    planned = make("-n", "venv", f"VENV={venv}")
+    stamp = next(line for line in planned.stdout.splitlines() if "touch" in line).split()[-1]
+    assert Path(stamp).name.startswith(".installed-"), planned.stdout
+    Path(stamp).touch()
+    os.utime(stamp, (0, 0))  # older than every file in the checkout
+    again = make("-n", "venv", f"VENV={venv}")
+    assert again.returncode == 0, again.stderr
+    assert "pip install" not in again.stdout, again.stdout
+    # A different lock content names a different stamp, which is missing: pip runs.
+    (Path(stamp)).rename(venv / ".installed-0")
+    assert "pip install" in make("-n", "venv", f"VENV={venv}").stdout
+
+
+def test_every_make_command_runs_this_checkouts_code() -> None:
+    # With a virtualenv shared by two clones, the editable install points at one of them; the
+    # Makefile puts its own agent_src first so each clone runs (and reads) only itself.
+    shown = make("-s", "-n", "-p", "help")
+    exported = [line for line in shown.stdout.splitlines() if line.startswith("PYTHONPATH")]
+    assert exported and exported[0].split("=", 1)[1].strip().startswith(f"{config.REPO_ROOT}/agent_src"), exported

@@ -46,16 +46,41 @@ class Mode(str, Enum):
     LIVE = "live"
 
 
-def _find_repo_root() -> Path:
-    """The checkout's root: the nearest parent holding pyproject.toml (works installed or not)."""
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        if (parent / "pyproject.toml").is_file() and (parent / "agent_src").is_dir():
-            return parent
-    return Path.cwd()
+class NotInCheckout(RuntimeError):
+    """Neither the current folder nor the installed package lies inside a course checkout."""
 
 
-REPO_ROOT = _find_repo_root()
+def _is_checkout(folder: Path) -> bool:
+    return (folder / "pyproject.toml").is_file() and (folder / "agent_src" / "mtrl_course").is_dir()
+
+
+def _checkout_above(start: Path) -> Path | None:
+    return next((p for p in (start, *start.parents) if _is_checkout(p)), None)
+
+
+def find_repo_root(cwd: Path | None = None, package_dir: Path | None = None) -> Path:
+    """The checkout this process works in: the one holding the current folder, if any.
+
+    The current folder wins over where the package was imported from. Several clones may share
+    one virtualenv, whose editable install points at the clone that created it; deriving the root
+    from the package made `.venv/bin/mtrl` run in a second clone quietly read and write the
+    first clone's data, state and notebooks. Outside any checkout (a subprocess started in a
+    temporary folder, say), the package's own checkout is the only candidate; a package installed
+    without one, run outside one, has no course files to work on and says so.
+    """
+    cwd = (cwd or Path.cwd()).resolve()
+    package_dir = (package_dir or Path(__file__).parent).resolve()
+    found = _checkout_above(cwd) or _checkout_above(package_dir)
+    if found is None:
+        raise NotInCheckout(
+            f"No course checkout here: neither the current folder ({cwd}) nor the installed "
+            f"package ({package_dir}) lies inside a folder holding pyproject.toml "
+            "and agent_src/mtrl_course. Run the course from inside its repository (cd into your clone)."
+        )
+    return found
+
+
+REPO_ROOT = find_repo_root()
 DATA_DIR = REPO_ROOT / "data"
 FIGURES_DIR = REPO_ROOT / "figures"
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"

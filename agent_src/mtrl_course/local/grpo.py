@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from mtrl_course.numerics import matvec
 from mtrl_course.local.policy import (
     ADAPTER_SCALE,
     BASE_WEIGHTS,
@@ -180,11 +181,11 @@ def _turn_gradient(vector: np.ndarray, trace: Mapping[str, Any]) -> tuple[np.nda
         # Self-verification's offsets are part of the logits but not of the parameters: they
         # enter the softmax as recorded (which proposals were checked is fixed per turn).
         offsets = trace.get("offsets")
-        logits = features @ (BASE_WEIGHTS + vector[:N_FEATURES])
+        logits = matvec(features, BASE_WEIGHTS + vector[:N_FEATURES])
         if offsets is not None:
             logits = logits + np.asarray(offsets, dtype=float)
         probs = softmax(logits, temperature)
-        grad[:N_FEATURES] += (features[chosen] - probs @ features) / temperature
+        grad[:N_FEATURES] += (features[chosen] - matvec(features.T, probs)) / temperature
         logp += math.log(max(float(probs[chosen]), 1e-300))
     return grad, logp
 

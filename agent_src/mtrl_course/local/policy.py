@@ -128,6 +128,7 @@ import numpy as np
 
 from mtrl_course.local.jobruntime import chat_completion
 from mtrl_course.feedback_arrays import encode, entropies
+from mtrl_course.numerics import matvec
 from mtrl_course.local.transcript import Clue, is_over, parse_clue, seeded_clues
 from wordle_agent.game import WORD_LENGTH, Knowledge
 
@@ -788,7 +789,7 @@ class StandInPolicy:
         greedy = temperature < GREEDY_BELOW
         format_probs = None if greedy else softmax(self.format_logits, temperature)
         fmt = int(np.argmax(self.format_logits)) if format_probs is None else _draw(format_probs, rng.random())
-        raw_logits = features @ self.weights
+        raw_logits = matvec(features, self.weights)
         offsets = self._verification(vocab, candidates, knowledge, raw_logits, spec.verified)
         logits = raw_logits + offsets
         probs = None if greedy else softmax(logits, temperature)
