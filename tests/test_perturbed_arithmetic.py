@@ -41,6 +41,7 @@ def test_every_committed_comparison_holds_under_perturbed_arithmetic(tmp_path: P
         MTRL_PERTURB_ARITHMETIC="1",
         MTRL_TEST_STATE_ROOT=str(state),
         MTRL_TOLERANCE_REPORT=str(report),
+        MTRL_FIGURES_DIR=str(tmp_path / "figures"),  # the committed figures stay as they are
     )
     notebooks = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     ran = subprocess.run(

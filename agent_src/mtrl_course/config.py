@@ -82,7 +82,9 @@ def find_repo_root(cwd: Path | None = None, package_dir: Path | None = None) -> 
 
 REPO_ROOT = find_repo_root()
 DATA_DIR = REPO_ROOT / "data"
-FIGURES_DIR = REPO_ROOT / "figures"
+# MTRL_FIGURES_DIR moves where notebooks write their figures: tests/test_perturbed_arithmetic.py
+# runs the notebooks with perturbed arithmetic and must not overwrite the committed figures.
+FIGURES_DIR = Path(os.environ.get("MTRL_FIGURES_DIR") or REPO_ROOT / "figures")
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 # Local, git-ignored state: offline jobs, adapters and MLflow stores that must outlive a kernel.
 # MTRL_STATE_DIR moves it: the test suite and `mtrl notebooks run` point it at BATCH_STATE_DIR,
