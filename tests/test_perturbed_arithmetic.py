@@ -45,7 +45,7 @@ def test_every_committed_comparison_holds_under_perturbed_arithmetic(tmp_path: P
     )
     notebooks = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     ran = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", *notebooks, *STORED_RERUNS],
+        [sys.executable, "-m", "pytest", "-n", "0", "-p", "no:cacheprovider", "-q", *notebooks, *STORED_RERUNS],
         cwd=ROOT,
         env=env,
         capture_output=True,
