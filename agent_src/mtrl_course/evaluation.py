@@ -354,7 +354,7 @@ def _wait_job(name: str) -> dict[str, Any]:
 
 
 def _results(describe: Mapping[str, Any], mlflow_app_arn: str, pass_k: Sequence[int]) -> dict[str, Any]:
-    from mlflow.tracking import MlflowClient
+    from mtrl_course import mlflow_client
 
     if describe["JobStatus"] != "Completed":
         reason = describe.get("FailureReason") or describe["JobStatus"]
@@ -367,7 +367,7 @@ def _results(describe: Mapping[str, Any], mlflow_app_arn: str, pass_k: Sequence[
         raise EvaluationFailed(
             f"evaluation job {describe['JobName']} reports no MLflow run (ServiceOutput.MlflowDetails)"
         )
-    metrics = MlflowClient(tracking_uri=mlflow_app_arn).get_run(run_id).data.metrics
+    metrics = mlflow_client.client(mlflow_app_arn).get_run(run_id).data.metrics
     tokens = billable_tokens(describe)
     return {
         "pass_at_1": metrics.get("eval/reward/pass_at_1"),
