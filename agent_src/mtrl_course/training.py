@@ -174,9 +174,12 @@ def make_trainer(
     `hyperparameters` are set last (names and ranges are checked by the SDK against the base
     model's spec at once). Offline the stand-in's `OFFLINE_HYPERPARAMETERS` apply unless given.
     The constructor creates the two model-package groups if missing (`<model>-mtrl-mpg` and
-    `<model>-mtrl-checkpoint-mpg`) and the output prefix marker; nothing that bills.
+    `<model>-mtrl-checkpoint-mpg`) and the output prefix marker; nothing that bills. Groups it
+    created (not there before) are recorded as this run's, so clean-up may delete them and no
+    other group of those names (`run_scope.record_created`).
     """
     trainer_class = _trainer_class()
+    existed = _existing_package_groups()
     trainer = trainer_class(
         model=MODEL_ID,
         agent_env=resources.runtime_arn,
@@ -190,8 +193,48 @@ def make_trainer(
         base_job_name=job_base_name(),
         tags=_sdk_tags(notebook),
     )
+    _record_created_package_groups(trainer, existed)
     set_hyperparameters(trainer.hyperparameters, planned_hyperparameters(hyperparameters), "training")
     return trainer
+
+
+# The trainer's get-or-create model package groups (sagemaker-train 1.27: `{model}-mtrl-mpg`,
+# `{model}-mtrl-checkpoint-mpg`), one pair per base model for the whole account.
+PACKAGE_GROUP_NAMES = tuple(f"{MODEL_ID}{suffix}" for suffix in ("-mtrl-mpg", "-mtrl-checkpoint-mpg"))
+
+
+def _existing_package_groups() -> set[str]:
+    """Which of the trainer's group names exist now (DescribeModelPackageGroup)."""
+    from botocore.exceptions import ClientError
+
+    from mtrl_course import aws
+
+    sagemaker = aws.session().client("sagemaker")
+    found = set()
+    for name in PACKAGE_GROUP_NAMES:
+        try:
+            sagemaker.describe_model_package_group(ModelPackageGroupName=name)
+        except ClientError:
+            continue  # ValidationException "does not exist" (or not readable: then not recorded either)
+        found.add(name)
+    return found
+
+
+def _record_created_package_groups(trainer: Any, existed: set[str]) -> None:
+    from mtrl_course import run_scope
+
+    arns = [
+        arn
+        for arn in (
+            getattr(trainer, "output_model_package_group", None),
+            getattr(trainer, "intermediate_checkpoint_model_package_group", None),
+        )
+        if isinstance(arn, str)
+        and arn.rsplit("/", 1)[-1] in PACKAGE_GROUP_NAMES
+        and arn.rsplit("/", 1)[-1] not in existed
+    ]
+    if arns:
+        run_scope.record_created(arns)
 
 
 def set_hyperparameters(options: Any, values: Mapping[str, Any], where: str) -> None:
