@@ -422,3 +422,42 @@ def test_the_trainer_records_only_the_groups_it_created(offline, monkeypatch):
     assert dict(zip(left[cleanup.NAME], left[cleanup.WHY_COLUMN]))[training.PACKAGE_GROUP_NAMES[0]] == (
         cleanup.NOT_CREATED_GROUP_WHY
     )
+
+
+def test_the_trainer_class_records_what_its_constructor_created(offline, monkeypatch):
+    sagemaker = offline.client("sagemaker")
+    before = sagemaker.create_model_package_group(ModelPackageGroupName=training.PACKAGE_GROUP_NAMES[0])
+
+    class GetOrCreate:  # what MultiTurnRLTrainer's constructor does with the two default names
+        def __init__(self):
+            arns = []
+            for name in training.PACKAGE_GROUP_NAMES:
+                try:
+                    arns.append(
+                        sagemaker.describe_model_package_group(ModelPackageGroupName=name)["ModelPackageGroupArn"]
+                    )
+                except Exception:
+                    arns.append(
+                        sagemaker.create_model_package_group(ModelPackageGroupName=name)["ModelPackageGroupArn"]
+                    )
+            self.output_model_package_group, self.intermediate_checkpoint_model_package_group = arns
+
+        @classmethod
+        def attach(cls, name):
+            return f"attached {name}"
+
+    wrapped = training._RecordsCreatedGroups(GetOrCreate)
+    trainer = wrapped()
+    assert run_scope.created_arns() == {trainer.intermediate_checkpoint_model_package_group}
+    assert before["ModelPackageGroupArn"] not in run_scope.created_arns()
+    assert wrapped.attach("j") == "attached j"
+
+
+def test_a_group_that_cannot_be_read_is_never_recorded_as_this_runs(offline, monkeypatch):
+    from mtrl_course.errors import ServiceError
+
+    def refuse(call):
+        raise ServiceError("AccessDeniedException", "not authorized to perform: sagemaker:DescribeModelPackageGroup")
+
+    monkeypatch.setitem(aws.offline_backend().handlers, ("sagemaker", "DescribeModelPackageGroup"), refuse)
+    assert training._existing_package_groups() == set(training.PACKAGE_GROUP_NAMES)

@@ -144,7 +144,27 @@ def _trainer_class() -> Any:
         os.environ.setdefault(name, session.region_name)
     from sagemaker.train.multi_turn_rl_trainer import MultiTurnRLTrainer
 
-    return MultiTurnRLTrainer
+    return _RecordsCreatedGroups(MultiTurnRLTrainer)
+
+
+class _RecordsCreatedGroups:
+    """MultiTurnRLTrainer, constructed so that clean-up knows which of the trainer's get-or-create
+    model package groups this run created: the names are looked up before the constructor runs,
+    and those that appear only after it are recorded as this run's (`run_scope.record_created`).
+    Clean-up deletes no other group of those names: everyone in the account who trains this base
+    model shares them. Everything else (`attach`, ...) is the class itself."""
+
+    def __init__(self, trainer_class: Any) -> None:
+        self._trainer_class = trainer_class
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        existed = _existing_package_groups()
+        trainer = self._trainer_class(*args, **kwargs)
+        _record_created_package_groups(trainer, existed)
+        return trainer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._trainer_class, name)
 
 
 def job_base_name() -> str:
@@ -174,12 +194,9 @@ def make_trainer(
     `hyperparameters` are set last (names and ranges are checked by the SDK against the base
     model's spec at once). Offline the stand-in's `OFFLINE_HYPERPARAMETERS` apply unless given.
     The constructor creates the two model-package groups if missing (`<model>-mtrl-mpg` and
-    `<model>-mtrl-checkpoint-mpg`) and the output prefix marker; nothing that bills. Groups it
-    created (not there before) are recorded as this run's, so clean-up may delete them and no
-    other group of those names (`run_scope.record_created`).
+    `<model>-mtrl-checkpoint-mpg`) and the output prefix marker; nothing that bills.
     """
     trainer_class = _trainer_class()
-    existed = _existing_package_groups()
     trainer = trainer_class(
         model=MODEL_ID,
         agent_env=resources.runtime_arn,
@@ -193,7 +210,6 @@ def make_trainer(
         base_job_name=job_base_name(),
         tags=_sdk_tags(notebook),
     )
-    _record_created_package_groups(trainer, existed)
     set_hyperparameters(trainer.hyperparameters, planned_hyperparameters(hyperparameters), "training")
     return trainer
 
@@ -204,18 +220,22 @@ PACKAGE_GROUP_NAMES = tuple(f"{MODEL_ID}{suffix}" for suffix in ("-mtrl-mpg", "-
 
 
 def _existing_package_groups() -> set[str]:
-    """Which of the trainer's group names exist now (DescribeModelPackageGroup)."""
-    from botocore.exceptions import ClientError
-
-    from mtrl_course import aws
+    """Which of the trainer's group names exist now, or may: DescribeModelPackageGroup answers
+    ValidationException "... does not exist." for a missing group; any other answer (a group, or
+    a refusal) counts as existing, so a group this run cannot see is never recorded as its own."""
+    from mtrl_course import aws, errors
 
     sagemaker = aws.session().client("sagemaker")
     found = set()
     for name in PACKAGE_GROUP_NAMES:
         try:
             sagemaker.describe_model_package_group(ModelPackageGroupName=name)
-        except ClientError:
-            continue  # ValidationException "does not exist" (or not readable: then not recorded either)
+        except Exception as error:
+            code = errors.aws_error_code(error)
+            if code == "ValidationException" and "does not exist" in str(error):
+                continue
+            if not code:
+                raise
         found.add(name)
     return found
 
