@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from mtrl_course import aws, cleanup, config, deploy, iam, naming, storage
+from mtrl_course import aws, cleanup, config, deploy, iam, naming, run_scope, storage, training
 from mtrl_course.local.runtime import LocalAgentRuntime
 
 REAL_LOOKING = "4" + "0" * 7 + "9876"
@@ -39,9 +39,13 @@ def make_course_resources(session, tmp_path) -> None:
         RoleArn=job_role.arn,
         Tags=naming.course_tags("05"),
     )
-    for suffix in cleanup.PACKAGE_GROUP_SUFFIXES:
-        sagemaker.create_model_package_group(ModelPackageGroupName=MODEL + suffix)
+    # This run's trainer created the two groups (make_trainer records them).
+    run_scope.record_created(
+        sagemaker.create_model_package_group(ModelPackageGroupName=MODEL + suffix)["ModelPackageGroupArn"]
+        for suffix in cleanup.PACKAGE_GROUP_SUFFIXES
+    )
     sagemaker.create_model_package(ModelPackageGroupName=MODEL + "-mtrl-mpg", ModelPackageDescription="adapter")
+    # The evaluator's pipeline is the account's, not this run's: it stays.
     sagemaker.create_pipeline(
         PipelineName=cleanup.EVAL_PIPELINE_PREFIX,
         PipelineDefinition=json.dumps({"Version": "2020-12-01", "Steps": []}),
@@ -79,7 +83,6 @@ def test_discover_finds_every_course_resource_and_nothing_else(offline, tmp_path
     kinds = list(found[cleanup.KIND])
     assert kinds == sorted(kinds, key=cleanup.ORDER.index)  # deletion order
     assert set(kinds) == {
-        cleanup.PIPELINE,
         cleanup.RUNTIME,
         cleanup.MLFLOW,
         cleanup.BUCKET,
@@ -104,7 +107,7 @@ def test_discover_finds_every_course_resource_and_nothing_else(offline, tmp_path
     assert "per second of an active session" in billing[cleanup.RUNTIME]
     assert list(cleanup.as_table(found).columns) == [cleanup.KIND, cleanup.NAME, cleanup.BILLS, cleanup.HOW_COLUMN]
     commands = cleanup.cli_commands(found, offline)
-    assert len(commands) > len(found) and commands[0].startswith("aws sagemaker delete-pipeline")
+    assert len(commands) > len(found) and not any("delete-pipeline" in c for c in commands)
 
 
 def test_the_printed_steps_run_as_printed_packages_before_groups_policies_before_roles(offline, tmp_path):
@@ -148,8 +151,10 @@ def test_delete_empties_the_account_and_spares_unrelated_resources(offline, tmp_
     assert len(report) == len(found)
     assert all(r.startswith(("deleted", "stopped")) for r in report["result"]), report
     printed = capsys.readouterr().out.splitlines()
-    assert len(printed) == len(found) and printed[0].startswith(cleanup.PIPELINE)
+    assert len(printed) == len(found) and printed[0].startswith(cleanup.RUNTIME)
     assert cleanup.verify_empty(offline).empty
+    pipelines = offline.client("sagemaker").list_pipelines()["PipelineSummaries"]
+    assert [p["PipelineName"] for p in pipelines] == [cleanup.EVAL_PIPELINE_PREFIX]  # the account's, kept
     assert unrelated_survive(offline)
     assert not (tmp_path / cleanup.EVAL_PIPELINE_FILE).exists()
     assert aws.offline_backend().runtimes.all() == []
@@ -329,7 +334,8 @@ def test_in_a_two_run_account_only_this_runs_resources_are_deleted(offline, tmp_
     left = cleanup.not_touched(offline)
     why = dict(zip(left[cleanup.NAME], left[cleanup.WHY_COLUMN]))
     assert "another run" in why["mtrl-wordle-job-role-inst"] and "another run" in why["mtrl-wordle-mlflow-inst"]
-    assert "other runs are here (inst)" in why[f"{MODEL}-mtrl-mpg"] and "inst" in why[cleanup.EVAL_PIPELINE_PREFIX]
+    assert why[f"{MODEL}-mtrl-mpg"] == cleanup.NOT_CREATED_GROUP_WHY
+    assert why[cleanup.EVAL_PIPELINE_PREFIX] == cleanup.SHARED_PIPELINE_WHY
     assert "only this run's prefix" in why[bucket]
     assert any(name.startswith(cleanup.CDK_BOOTSTRAP_STACK) for name in why)
 
@@ -344,3 +350,114 @@ def test_in_a_two_run_account_only_this_runs_resources_are_deleted(offline, tmp_
     groups = {g["ModelPackageGroupName"] for g in sagemaker.list_model_package_groups()["ModelPackageGroupSummaryList"]}
     assert {MODEL + s for s in cleanup.PACKAGE_GROUP_SUFFIXES} <= groups
     assert cleanup.verify_empty(offline).empty  # nothing of the learner's run is left
+
+
+# --- issue 21 item 3: what another user (not a course run) has in the same account ------------------
+
+
+def _another_users_evaluations_and_groups(session) -> str:
+    """Someone outside the course evaluates with MultiTurnRLEvaluator (its one shared pipeline, an
+    execution running) and trains this base model and another (the trainer's get-or-create groups).
+    Returns the running execution's ARN."""
+    sagemaker = session.client("sagemaker")
+    trust = json.dumps(iam.trust_policy("sagemaker.amazonaws.com", ["sts:AssumeRole"]))
+    role = session.client("iam").create_role(RoleName="someone-elses-pipeline-role", AssumeRolePolicyDocument=trust)
+    sagemaker.create_pipeline(
+        PipelineName=cleanup.EVAL_PIPELINE_PREFIX,
+        PipelineDefinition=json.dumps({"Version": "2020-12-01", "Steps": []}),
+        RoleArn=role["Role"]["Arn"],
+    )
+    execution = sagemaker.start_pipeline_execution(PipelineName=cleanup.EVAL_PIPELINE_PREFIX)
+    for model in (MODEL, "someone-elses-model"):
+        for suffix in cleanup.PACKAGE_GROUP_SUFFIXES:
+            sagemaker.create_model_package_group(ModelPackageGroupName=model + suffix)
+    sagemaker.create_model_package(ModelPackageGroupName=MODEL + "-mtrl-mpg", ModelPackageDescription="theirs")
+    return execution["PipelineExecutionArn"]
+
+
+def test_a_run_alone_in_the_account_never_deletes_another_users_pipeline_or_groups(offline, tmp_path):
+    iam.ensure_job_role(session=offline)  # something of this run's, so the run is not empty
+    execution = _another_users_evaluations_and_groups(offline)
+    scope = cleanup._scope(offline)
+    assert scope.alone  # no other course run: the old rule ("alone") deleted all of the above
+
+    found = cleanup.discover(offline)
+    assert not {cleanup.PIPELINE, cleanup.PACKAGE_GROUP} & set(found[cleanup.KIND])
+    report = cleanup.delete(found, confirm=True, session=offline, echo=False)
+    assert all(r.startswith("deleted") for r in report["result"]), report
+
+    sagemaker = offline.client("sagemaker")
+    assert [p["PipelineName"] for p in sagemaker.list_pipelines()["PipelineSummaries"]] == [
+        cleanup.EVAL_PIPELINE_PREFIX
+    ]
+    status = sagemaker.describe_pipeline_execution(PipelineExecutionArn=execution)["PipelineExecutionStatus"]
+    assert status != "Stopping" and status != "Stopped"
+    groups = {g["ModelPackageGroupName"] for g in sagemaker.list_model_package_groups()["ModelPackageGroupSummaryList"]}
+    assert {m + s for m in (MODEL, "someone-elses-model") for s in cleanup.PACKAGE_GROUP_SUFFIXES} <= groups
+
+    left = cleanup.not_touched(offline)
+    why = dict(zip(left[cleanup.NAME], left[cleanup.WHY_COLUMN]))
+    assert why[cleanup.EVAL_PIPELINE_PREFIX] == cleanup.SHARED_PIPELINE_WHY
+    for model in (MODEL, "someone-elses-model"):
+        for suffix in cleanup.PACKAGE_GROUP_SUFFIXES:
+            assert why[model + suffix] == cleanup.NOT_CREATED_GROUP_WHY
+
+
+def test_the_trainer_records_only_the_groups_it_created(offline, monkeypatch):
+    sagemaker = offline.client("sagemaker")
+    existing = sagemaker.create_model_package_group(ModelPackageGroupName=training.PACKAGE_GROUP_NAMES[0])
+    before = training._existing_package_groups()
+    assert before == {training.PACKAGE_GROUP_NAMES[0]}
+    created = sagemaker.create_model_package_group(ModelPackageGroupName=training.PACKAGE_GROUP_NAMES[1])
+
+    class Trainer:  # what MultiTurnRLTrainer holds after its get-or-create
+        output_model_package_group = existing["ModelPackageGroupArn"]
+        intermediate_checkpoint_model_package_group = created["ModelPackageGroupArn"]
+
+    training._record_created_package_groups(Trainer(), before)
+    assert run_scope.created_arns() == {created["ModelPackageGroupArn"]}
+    found = cleanup.discover(offline)
+    assert list(found[cleanup.NAME]) == [training.PACKAGE_GROUP_NAMES[1]]  # alone: its own group goes
+    left = cleanup.not_touched(offline)
+    assert dict(zip(left[cleanup.NAME], left[cleanup.WHY_COLUMN]))[training.PACKAGE_GROUP_NAMES[0]] == (
+        cleanup.NOT_CREATED_GROUP_WHY
+    )
+
+
+def test_the_trainer_class_records_what_its_constructor_created(offline, monkeypatch):
+    sagemaker = offline.client("sagemaker")
+    before = sagemaker.create_model_package_group(ModelPackageGroupName=training.PACKAGE_GROUP_NAMES[0])
+
+    class GetOrCreate:  # what MultiTurnRLTrainer's constructor does with the two default names
+        def __init__(self):
+            arns = []
+            for name in training.PACKAGE_GROUP_NAMES:
+                try:
+                    arns.append(
+                        sagemaker.describe_model_package_group(ModelPackageGroupName=name)["ModelPackageGroupArn"]
+                    )
+                except Exception:
+                    arns.append(
+                        sagemaker.create_model_package_group(ModelPackageGroupName=name)["ModelPackageGroupArn"]
+                    )
+            self.output_model_package_group, self.intermediate_checkpoint_model_package_group = arns
+
+        @classmethod
+        def attach(cls, name):
+            return f"attached {name}"
+
+    wrapped = training._RecordsCreatedGroups(GetOrCreate)
+    trainer = wrapped()
+    assert run_scope.created_arns() == {trainer.intermediate_checkpoint_model_package_group}
+    assert before["ModelPackageGroupArn"] not in run_scope.created_arns()
+    assert wrapped.attach("j") == "attached j"
+
+
+def test_a_group_that_cannot_be_read_is_never_recorded_as_this_runs(offline, monkeypatch):
+    from mtrl_course.errors import ServiceError
+
+    def refuse(call):
+        raise ServiceError("AccessDeniedException", "not authorized to perform: sagemaker:DescribeModelPackageGroup")
+
+    monkeypatch.setitem(aws.offline_backend().handlers, ("sagemaker", "DescribeModelPackageGroup"), refuse)
+    assert training._existing_package_groups() == set(training.PACKAGE_GROUP_NAMES)

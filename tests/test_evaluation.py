@@ -210,3 +210,100 @@ def test_run_grid_evaluates_both_models_and_restores_the_effort(offline, trained
     solved = {(r.model, r.effort): r.pass_at_1 for r in frame.itertuples()}
     assert solved[("trained", "low")] > solved[("base", "low")]
     assert offline.reasoning_effort == "low" == offline.runtime.env["REASONING_EFFORT"]
+
+
+# --- issue 21 item 2: every way the SDK path refuses ends in CreateJob, with the reason ------------
+def _no_evaluation_spec(monkeypatch, offline):
+    """The hub's MTRLEvaluation override spec is empty: the SDK's `hyperparameters` raises ValueError."""
+    from mtrl_course.local import hub
+    from mtrl_course.service_spec import EVALUATION_SPEC
+
+    aws.offline_backend().hub.seed()
+    s3 = aws.session().client("s3")
+    key = hub.EVALUATION_SPEC_KEY.format(model=training.MODEL_ID)
+    s3.put_object(Bucket=hub.HUB_BUCKET, Key=key, Body=b"{}")
+    monkeypatch.setattr(aws.offline_backend().hub, "_seeded", True)  # not re-seeded under the test
+    yield "does not expose AgentRFTEvaluation hyperparameter overrides"
+    s3.put_object(Bucket=hub.HUB_BUCKET, Key=key, Body=json.dumps(EVALUATION_SPEC, indent=1).encode())
+
+
+def _caller_may_not_run_pipelines(monkeypatch, offline):
+    """The caller is a role that may do nothing: the SDK's own caller check raises RoleValidationError."""
+    from sagemaker.core.helper import iam_role_resolver
+
+    trust = {"Version": "2012-10-17", "Statement": []}
+    iam_client = aws.session().client("iam")
+    arn = iam_client.create_role(RoleName="mtrl-test-bare-caller", AssumeRolePolicyDocument=json.dumps(trust))["Role"][
+        "Arn"
+    ]
+    monkeypatch.setattr(iam_role_resolver, "_resolve_caller_role_arn", lambda *args: arn)
+    yield "RoleValidationError: Your identity"
+    iam_client.delete_role(RoleName="mtrl-test-bare-caller")
+
+
+def _pipeline_refused(monkeypatch, offline):
+    """CreatePipeline and UpdatePipeline answer AccessDenied (the caller may not pass the job role)."""
+    from mtrl_course.errors import ServiceError
+
+    def refuse(call):
+        raise ServiceError("AccessDeniedException", "not authorized to perform: iam:PassRole on the job role")
+
+    for operation in ("CreatePipeline", "UpdatePipeline"):
+        monkeypatch.setitem(aws.offline_backend().handlers, ("sagemaker", operation), refuse)
+    yield "ClientError: An error occurred (AccessDeniedException)"
+
+
+def _evaluation_jobs() -> list[str]:
+    summaries = aws.session().client("sagemaker").list_jobs(JobCategory=evaluation.CATEGORY)["JobSummaries"]
+    return sorted(s["JobName"] for s in summaries)
+
+
+@pytest.fixture
+def create_job_stub(monkeypatch):
+    """CreateJob's path records its call instead of running a job (the SDK path is what is tested)."""
+    started: list[str] = []
+
+    def start(*args, **kwargs):
+        started.append(kwargs["notebook"])
+        return "fallback-job"
+
+    monkeypatch.setattr(evaluation, "_start_with_create_job", start)
+    monkeypatch.setattr(evaluation, "_wait_job", lambda name: {"JobName": name})
+    monkeypatch.setattr(
+        evaluation,
+        "_results",
+        lambda describe, arn, pass_k: {"pass_at_1": 0.5, "mean_reward": 0.0, "prefill_tokens": 1, "sample_tokens": 1},
+    )
+    return started
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("refusal", [_no_evaluation_spec, _caller_may_not_run_pipelines, _pipeline_refused])
+def test_every_refusal_of_the_evaluator_falls_back_to_createjob_and_says_why(
+    offline, refusal, create_job_stub, monkeypatch, capsys, tmp_path
+):
+    monkeypatch.chdir(tmp_path)  # the evaluator writes its pipeline file into the working directory
+    setup = refusal(monkeypatch, offline)
+    reason = next(setup)
+    before = _evaluation_jobs()
+    try:
+        result = evaluation.evaluate(offline, "base", temperature=0.0, reasoning_effort="low")
+    finally:
+        next(setup, None)
+    assert result["via"] == "CreateJob" and result["job_name"] == "fallback-job" and create_job_stub == ["07"]
+    lines = [line for line in capsys.readouterr().out.splitlines() if "MultiTurnRLEvaluator refused" in line]
+    assert len(lines) == 1 and reason in lines[0] and lines[0].endswith("evaluating with CreateJob instead")
+    assert _evaluation_jobs() == before  # the evaluator's path started no job
+
+
+@pytest.mark.slow
+def test_asked_for_by_name_the_evaluators_own_error_is_raised(offline, create_job_stub, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    setup = _no_evaluation_spec(monkeypatch, offline)
+    reason = next(setup)
+    try:
+        with pytest.raises(ValueError, match=reason):
+            evaluation.evaluate(offline, "base", temperature=0.0, reasoning_effort="low", via="evaluator")
+    finally:
+        next(setup, None)
+    assert create_job_stub == []

@@ -97,11 +97,14 @@ def test_trust_wildcard_actions_count():
     assert iam.trust_problems(document, iam.JOB_SERVICE, iam.JOB_TRUST_ACTIONS) == []
 
 
-def test_caller_policy_limits_passrole_to_the_job_service():
+def test_caller_policy_limits_passrole_to_the_job_service_and_the_evaluators_pipeline():
     role = f"arn:aws:iam::{config.MOTO_ACCOUNT}:role/r"
-    passrole = iam.caller_passrole_policy(role)["Statement"][0]
-    assert passrole["Action"] == "iam:PassRole" and passrole["Resource"] == role
-    assert passrole["Condition"] == {"StringEquals": {"iam:PassedToService": "job.sagemaker.amazonaws.com"}}
+    passes = [s for s in iam.caller_passrole_policy(role)["Statement"] if s["Action"] == "iam:PassRole"]
+    assert {p["Resource"] for p in passes} == {role}
+    assert [p["Condition"] for p in passes] == [
+        {"StringEquals": {"iam:PassedToService": "job.sagemaker.amazonaws.com"}},
+        {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
+    ]
     with pytest.raises(ValueError, match="'my-role'"):
         iam.caller_passrole_policy("my-role")
 
@@ -116,7 +119,7 @@ def test_evaluate_policy_on_the_caller_scenarios():
         iam.evaluate_policy([document], s.action, s.resource, s.context())
         for s in iam.caller_scenarios(role, "us-east-1")
     ]
-    assert decisions == ["allowed", "implicitDeny", "implicitDeny", "allowed", "allowed"]
+    assert decisions == ["allowed", "allowed", "implicitDeny", "implicitDeny", "allowed", "allowed", "allowed"]
     assert [s.should_allow for s in iam.caller_scenarios(role, "us-east-1")] == [d == "allowed" for d in decisions]
 
 
@@ -247,7 +250,15 @@ def test_ensure_runtime_role_live_finds_the_deployed_runtimes_role(offline, live
 def test_simulate_caller_policy_offline(offline):
     role = iam.ensure_job_role(session=offline).arn
     table = iam.simulate_caller_policy(role, session=offline)
-    assert list(table["decision"]) == ["allowed", "implicitDeny", "implicitDeny", "allowed", "allowed"]
+    assert list(table["decision"]) == [
+        "allowed",
+        "allowed",
+        "implicitDeny",
+        "implicitDeny",
+        "allowed",
+        "allowed",
+        "allowed",
+    ]
     assert set(table["decided by"]) == {"course evaluator (offline)"}
 
 
@@ -290,7 +301,7 @@ def test_simulate_caller_policy_live_asks_iam_and_masks(live):
     role = f"arn:aws:iam::{REAL_LOOKING}:role/job"
     table = iam.simulate_caller_policy(role, session=session)
     kinds = {kind for kind, _ in session.iam.calls}
-    assert kinds == {"custom"} and len(session.iam.calls) == len(table) == 5
+    assert kinds == {"custom"} and len(session.iam.calls) == len(table) == 7
     first = session.iam.calls[0][1]
     assert json.loads(first["PolicyInputList"][0]) == iam.caller_passrole_policy(role)
     assert first["ContextEntries"] == [
@@ -309,7 +320,7 @@ def test_check_my_permissions_uses_the_role_behind_an_assumed_role_session(live)
     table = iam.check_my_permissions(f"arn:aws:iam::{REAL_LOOKING}:role/job", session=session)
     sources = {params["PolicySourceArn"] for kind, params in session.iam.calls if kind == "principal"}
     assert sources == {f"arn:aws:iam::{REAL_LOOKING}:role/team/Learner"}
-    assert list(table["decision"]) == ["implicitDeny"] * 3
+    assert list(table["decision"]) == ["implicitDeny"] * 5
 
 
 # --- the wrong principal ------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ def good_live_facts(**changes) -> Facts:
         botocore_version="1.44.8",
         knows_create_job=True,
         running_jobs={"AgentRFT": 0, "AgentRFTEvaluation": 0},
+        schema_versions=["1.0.0"],
         node_version="22.3.0",
         agentcore_cli="/usr/bin/agentcore",
         uv="/usr/bin/uv",
@@ -144,6 +145,8 @@ def test_offline_preflight_runs_against_the_offline_backend(offline):
     identity = table.loc[table["check"] == "caller identity", "detail"].item()
     assert identity == f"arn:aws:sts::{config.MOTO_ACCOUNT}:user/moto"
     assert "0 running now" in table.loc[table["check"] == "quota: training jobs at a time", "detail"].item()
+    enabled = table.loc[table["check"] == "AgentRFT available to this account"]
+    assert enabled["status"].item() == OK and "lists schema 1.0.0" in enabled["detail"].item()
 
 
 class StubClient:
@@ -152,6 +155,15 @@ class StubClient:
 
     def get_caller_identity(self):
         return {"Arn": f"arn:aws:sts::{REAL_LOOKING}:assumed-role/Learner/s"}
+
+    def list_job_schema_versions(self, **params):
+        assert params == {"JobCategory": "AgentRFT"}
+        if self.fail_list:
+            from botocore.exceptions import ClientError
+
+            error = {"Error": {"Code": "AccessDeniedException", "Message": f"not authorized ({REAL_LOOKING})"}}
+            raise ClientError(error, "ListJobSchemaVersions")
+        return {"JobConfigSchemas": [{"JobConfigSchemaVersion": "1.0.0"}]}
 
     def list_jobs(self, **params):
         if self.fail_list:
@@ -196,6 +208,45 @@ def test_live_facts_without_credentials_or_list_permission(monkeypatch):
     rows = preflight.judge(denied)
     quota = next(r for r in rows if r.check == "quota: training jobs at a time")
     assert quota.status == WARN and REAL_LOOKING not in quota.detail
+    enabled = next(r for r in rows if r.check == "AgentRFT available to this account")
+    assert enabled.status == WARN and "AccessDeniedException" in enabled.detail and REAL_LOOKING not in enabled.detail
+    assert "not be enabled for AgentRFT" in enabled.fix
+
+
+# --- issue 21 item 6: account enablement, the first live check --------------------------------------
+
+
+def test_the_enablement_check_comes_right_after_the_identity_and_before_any_spend():
+    checks = [row.check for row in preflight.judge(good_live_facts())]
+    assert checks[:3] == ["credentials", "caller identity", "AgentRFT available to this account"]
+
+
+@pytest.mark.parametrize(
+    "versions, code, status, words",
+    [
+        (["1.0.0"], None, OK, "whether CreateJob is allowed shows only when a job starts"),
+        (None, "AccessDeniedException", WARN, "refused"),
+        (None, "ResourceNotFound", FAIL, "found no AgentRFT job schemas"),
+        ([], None, FAIL, "found no AgentRFT job schemas"),
+        (None, "RequestTimeout", WARN, "could not be asked"),
+    ],
+)
+def test_enablement_verdicts(versions, code, status, words):
+    row = preflight.check_agentrft_enabled(versions, code, f"{code}: x" if code else None)
+    assert row.status == status and words in row.detail
+    assert row.fix or status == OK
+
+
+def test_the_enablement_call_is_a_read_only_operation_of_botocores_sagemaker_model():
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    operation = model.operation_model(preflight.ENABLEMENT_OPERATION)
+    assert operation.input_shape.required_members == ["JobCategory"]
+    assert preflight.ENABLEMENT_CATEGORY in operation.input_shape.members["JobCategory"].enum
+    summary = operation.output_shape.members["JobConfigSchemas"].member
+    assert list(summary.members) == ["JobConfigSchemaVersion"]
+    assert preflight.ENABLEMENT_OPERATION.startswith("List")  # no side effects, no charge
 
 
 # --- the architecture figure -----------------------------------------------------------------------

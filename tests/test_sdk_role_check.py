@@ -243,4 +243,67 @@ def test_the_mlflow_app_runs_as_its_own_role_scoped_to_its_bucket(offline):
     context = {"iam:PassedToService": ["sagemaker.amazonaws.com"]}
     assert policy_eval.evaluate_policy([caller], "iam:PassRole", role_arn, context) == "allowed"
     job_role = iam.ensure_job_role(session=offline).arn
-    assert policy_eval.evaluate_policy([caller], "iam:PassRole", job_role, context) == "implicitDeny"
+    # The evaluator's CreatePipeline passes the job role to SageMaker too (issue 21 item 4).
+    assert policy_eval.evaluate_policy([caller], "iam:PassRole", job_role, context) == "allowed"
+    lambda_service = {"iam:PassedToService": ["lambda.amazonaws.com"]}
+    assert policy_eval.evaluate_policy([caller], "iam:PassRole", job_role, lambda_service) == "implicitDeny"
+
+
+# --- issue 21 item 4: the caller policy of notebook 01 lets the caller run the evaluator ----------------
+
+
+def _assumed_caller(session, name: str, document: dict):
+    """A boto3 session as an assumed-role caller whose only permissions are `document`."""
+    import boto3
+
+    account = session.client("sts").get_caller_identity()["Account"]
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{account}:root"}, "Action": "sts:AssumeRole"}
+        ],
+    }
+    client = session.client("iam")
+    arn = client.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    client.put_role_policy(RoleName=name, PolicyName="caller", PolicyDocument=json.dumps(document))
+    credentials = session.client("sts").assume_role(RoleArn=arn, RoleSessionName="learner")["Credentials"]
+    return boto3.Session(
+        aws_access_key_id=credentials["AccessKeyId"],
+        aws_secret_access_key=credentials["SecretAccessKey"],
+        aws_session_token=credentials["SessionToken"],
+        region_name=session.region_name,
+    ), arn
+
+
+def test_the_evaluator_pipeline_actions_are_the_sdks_caller_check():
+    from sagemaker.core.helper.iam_policies import EVALUATION_CALLER_ACTIONS
+
+    assert set(iam.EVALUATOR_CALLER_ACTIONS) == set(EVALUATION_CALLER_ACTIONS)
+
+
+def test_the_sdks_evaluation_caller_check_passes_for_the_documented_caller(offline):
+    from sagemaker.core.helper.iam_role_resolver import verify_evaluation_caller_permissions
+
+    job_role = iam.ensure_job_role(session=offline).arn
+    caller, caller_role = _assumed_caller(offline, "documented-caller", iam.caller_passrole_policy(job_role))
+    assert caller.client("sts").get_caller_identity()["Arn"].split(":")[5].startswith("assumed-role/documented-caller")
+    assert verify_evaluation_caller_permissions(sagemaker_session=_sdk_session(caller)) is True
+    # What the evaluator's CreatePipeline asks IAM: pass the job role to SageMaker (Pipelines).
+    passed = {"iam:PassedToService": ["sagemaker.amazonaws.com"]}
+    assert _simulate(offline, caller_role, "iam:PassRole", job_role, passed)["EvalDecision"] == "allowed"
+
+
+def test_a_caller_with_the_job_actions_only_is_refused_clearly(offline):
+    from sagemaker.core.helper.iam_role_resolver import RoleValidationError, verify_evaluation_caller_permissions
+
+    job_role = iam.ensure_job_role(session=offline).arn
+    document = iam.caller_passrole_policy(job_role)
+    evaluator_sids = {"PassTheJobRoleToTheEvaluatorsPipeline", "RunTheEvaluatorsPipeline"}
+    document["Statement"] = [s for s in document["Statement"] if s["Sid"] not in evaluator_sids]
+    caller, caller_role = _assumed_caller(offline, "jobs-only-caller", document)
+    with pytest.raises(
+        RoleValidationError, match=r"jobs-only-caller' is missing IAM permissions.*sagemaker:CreatePipeline"
+    ):
+        verify_evaluation_caller_permissions(sagemaker_session=_sdk_session(caller))
+    passed = {"iam:PassedToService": ["sagemaker.amazonaws.com"]}
+    assert _simulate(offline, caller_role, "iam:PassRole", job_role, passed)["EvalDecision"] == "implicitDeny"

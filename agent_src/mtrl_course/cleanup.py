@@ -7,10 +7,16 @@ because a lab account holds an instructor's run and every learner's:
   this run's id (`mtrl-wordle-<kind>-<run id>`), or its S3 key is under `mtrl-wordle/<run id>/`;
 - the AgentCore runtime and its CloudFormation stack are this run's when this checkout deployed
   them (the CLI's `agentcore/.cli/deployed-state.json`), or offline when it runs in this process;
-- what the SDK names the same for everyone in an account (the trainer's `<model>-mtrl-mpg`
-  package groups, the evaluator's one pipeline, the course bucket `mtrl-wordle-<account>-<region>`
-  as a whole, the offline stand-in policies) is this run's only when no other course run is
-  seen in the account; otherwise it is left alone.
+- the trainer's get-or-create model package groups (`<model>-mtrl-mpg`, one pair per base model
+  for everyone in the account who trains it, course or not) are this run's only when the course
+  recorded this run's trainer creating them (`run_scope.record_created`), and even then are left
+  while other course runs are in the account (their packages go into the same group);
+- MultiTurnRLEvaluator's one pipeline (`SagemakerEvaluation-MTRLEvaluation`) is never deleted,
+  nor are its executions stopped: every evaluator user in the account shares it. This run's
+  evaluation jobs are stopped as jobs;
+- what only the course names the same for every run (the course bucket
+  `mtrl-wordle-<account>-<region>` as a whole, the offline stand-in policies) is this run's only
+  when no other course run is seen in the account; otherwise it is left alone.
 
 `not_touched()` lists what discovery saw and will not delete, and why: other runs' resources,
 shared resources while other runs exist, the CDK bootstrap stack (`CDKToolkit`, shared by every
@@ -60,7 +66,6 @@ LIVE_STACK_STATES_GONE = ("DELETE_COMPLETE",)
 STACK_DELETE_WAIT_S = 30 * 60
 # SageMaker's default bucket, where the trainer writes when it is given no s3_output_path.
 SAGEMAKER_DEFAULT_BUCKET = "sagemaker-{region}-{account}"
-PIPELINE_STOPPABLE = ("Executing",)
 
 # --- the table ------------------------------------------------------------------------------------
 KIND, NAME, BILLS, HOW_COLUMN, RESOURCE = "kind", "name", "still bills?", "how it is deleted", "resource"
@@ -223,16 +228,22 @@ def _jobs(session: Any, scope: _Scope) -> list[Resource]:
     return found
 
 
+SHARED_PIPELINE_WHY = (
+    "MultiTurnRLEvaluator's one pipeline for everyone in this account and Region who evaluates with it, "
+    "course or not: it and its executions may be anyone's. This run's evaluation jobs are stopped as jobs; "
+    "delete the pipeline by hand only if nobody else evaluates here"
+)
+
+
 def _pipelines(session: Any, scope: _Scope) -> list[Resource]:
+    """The evaluator's shared pipeline, only to say why it is left (see SHARED_PIPELINE_WHY)."""
     sagemaker = session.client("sagemaker")
     found = []
     for page in sagemaker.get_paginator("list_pipelines").paginate(PipelineNamePrefix=EVAL_PIPELINE_PREFIX):
         for summary in page.get("PipelineSummaries", []):
             name = summary["PipelineName"]
             resource = Resource(PIPELINE, name, f"aws sagemaker delete-pipeline --pipeline-name {name}", {"name": name})
-            # One pipeline name for every evaluator call in the account: its running executions
-            # may be another run's evaluations.
-            found.append(resource if scope.alone else _skip(resource, scope.shared_reason()))
+            found.append(_skip(resource, SHARED_PIPELINE_WHY))
     return found
 
 
@@ -373,6 +384,12 @@ def _buckets_and_prefixes(session: Any, scope: _Scope) -> list[Resource]:
     return found
 
 
+NOT_CREATED_GROUP_WHY = (
+    "not created by this run: the trainer's get-or-create group for this base model, shared by everyone in "
+    "the account who trains it (this run's trainer found it already there, or the run did not record it)"
+)
+
+
 def _package_groups(session: Any, scope: _Scope) -> list[Resource]:
     sagemaker = session.client("sagemaker")
     found = []
@@ -385,9 +402,13 @@ def _package_groups(session: Any, scope: _Scope) -> list[Resource]:
                 f"aws sagemaker delete-model-package-group --model-package-group-name {name}",
                 {"name": name},
             )
+            arn = summary["ModelPackageGroupArn"]
             if name.endswith(PACKAGE_GROUP_SUFFIXES):
                 # The trainer's get-or-create names: one pair per base model for the whole account.
-                found.append(resource if scope.alone else _skip(resource, scope.shared_reason()))
+                if arn not in scope.created and arn not in scope.tagged:
+                    found.append(_skip(resource, NOT_CREATED_GROUP_WHY))
+                else:
+                    found.append(resource if scope.alone else _skip(resource, scope.shared_reason()))
             elif (name.startswith(NAME_PREFIX) and name.endswith("-" + scope.run)) or summary[
                 "ModelPackageGroupArn"
             ] in scope.tagged:
@@ -467,7 +488,13 @@ def _scope(session: Any) -> _Scope:
         tagged = _tagged_arns(session)
     except Exception:  # the tag index is an extra net; names still find everything the course makes
         tagged = set()
-    return _Scope(naming.run_id(), frozenset(tagged), frozenset(other_runs(session)), deployed_from_this_checkout())
+    return _Scope(
+        naming.run_id(),
+        frozenset(tagged),
+        frozenset(other_runs(session)),
+        deployed_from_this_checkout(),
+        frozenset(run_scope.created_arns()),
+    )
 
 
 def _listings(session: Any, scope: _Scope) -> list[tuple[str, _Listing]]:
@@ -663,27 +690,6 @@ def _stop_job(session: Any, resource: Resource) -> str:
     return "stop requested (billing ends when it stops)"
 
 
-def _delete_pipeline(session: Any, resource: Resource) -> str:
-    sagemaker = session.client("sagemaker")
-    name = resource.ref["name"]
-    stopped = 0
-    for page in sagemaker.get_paginator("list_pipeline_executions").paginate(PipelineName=name):
-        for execution in page.get("PipelineExecutionSummaries", []):
-            if execution.get("PipelineExecutionStatus") in PIPELINE_STOPPABLE:
-                sagemaker.stop_pipeline_execution(
-                    PipelineExecutionArn=execution["PipelineExecutionArn"], ClientRequestToken=_token()
-                )
-                stopped += 1
-    sagemaker.delete_pipeline(PipelineName=name, ClientRequestToken=_token())
-    return "deleted" + (f" (stopped {stopped} running execution(s) first)" if stopped else "")
-
-
-def _token() -> str:
-    import uuid
-
-    return uuid.uuid4().hex  # the API asks for 32 to 128 characters
-
-
 def _delete_stack(session: Any, resource: Resource) -> str:
     cloudformation = session.client("cloudformation")
     cloudformation.delete_stack(StackName=resource.ref["name"])
@@ -805,7 +811,6 @@ def _delete_file(session: Any, resource: Resource) -> str:
 
 DELETERS: dict[str, Callable[[Any, Resource], str]] = {
     JOB: _stop_job,
-    PIPELINE: _delete_pipeline,
     STACK: _delete_stack,
     RUNTIME: _delete_runtime,
     MLFLOW: _delete_mlflow_app,

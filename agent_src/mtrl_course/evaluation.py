@@ -21,7 +21,10 @@ Two ways to create an evaluation job, and why both are here:
   temperature 0.0 and the default token cap.
 - Otherwise a direct boto3 `create_job(JobCategory="AgentRFTEvaluation", ...)` with flat
   hyperparameter names, as the public sample does (`via="create_job"`).
-`via="auto"` (the default) picks per call; the result says which was used.
+`via="auto"` (the default) picks per call; the result says which was used. When the evaluator
+refuses before it has started anything (the hub has no evaluation spec for the model, its role or
+caller check says no, its pipeline cannot be created or started), `via="auto"` prints the reason
+in one line and runs the same evaluation through CreateJob.
 
 Reasoning effort is not a job setting: the agent reads REASONING_EFFORT from its runtime's
 environment. Changing it is a redeploy (`resources.set_reasoning_effort`), refused while any job
@@ -265,6 +268,18 @@ def _start_with_evaluator(
     echo: bool,
     effort: str,
 ) -> str:
+    """Start the evaluation through MultiTurnRLEvaluator's pipeline; the evaluation job's name.
+
+    Raises EvaluatorRefused (nothing was started) for every way the SDK path documents refusing:
+    a ValueError from its constructor's validators, from `hyperparameters` (the hub has no
+    MTRLEvaluation override spec for the model) or from `evaluate(dry_run=True)` (agent, model,
+    template); RoleValidationError from its execution-role or caller check; a ClientError from
+    that validation, or from the calls that create, update or start its pipeline (say,
+    AccessDenied on iam:PassRole). The dry run goes first so that no error raised after the
+    pipeline execution has started is ever mistaken for a refusal.
+    """
+    from botocore.exceptions import ClientError
+    from sagemaker.core.helper.iam_role_resolver import RoleValidationError
     from sagemaker.train.evaluate import MultiTurnRLEvaluator
 
     common = dict(
@@ -276,25 +291,52 @@ def _start_with_evaluator(
         role=resources.job_role_arn,
         tags=_job_tags(notebook, effort),
     )
-    if package is None:
-        evaluator = MultiTurnRLEvaluator(model=training.MODEL_ID, **common)
-    else:
-        evaluator = MultiTurnRLEvaluator(model=training.attach(model), evaluate_base_model=False, **common)
-    training.set_hyperparameters(
-        evaluator.hyperparameters, {"eval_group_size": eval_group_size, "pass_k_values": list(pass_k)}, "evaluation"
-    )
-    rejected = evaluator_would_send_rejected_names(evaluator.hyperparameters)
-    if rejected:
-        raise EvaluatorNamesRejected(
-            f"MultiTurnRLEvaluator would send {', '.join(rejected)}, names the public Wordle sample reports the "
-            'evaluation schema rejects (the base model\'s hub spec defines them); evaluate with via="create_job"'
+    try:
+        if package is None:
+            evaluator = MultiTurnRLEvaluator(model=training.MODEL_ID, **common)
+        else:
+            evaluator = MultiTurnRLEvaluator(model=training.attach(model), evaluate_base_model=False, **common)
+        training.set_hyperparameters(
+            evaluator.hyperparameters, {"eval_group_size": eval_group_size, "pass_k_values": list(pass_k)}, "evaluation"
         )
+        rejected = evaluator_would_send_rejected_names(evaluator.hyperparameters)
+        if rejected:
+            raise EvaluatorNamesRejected(
+                f"MultiTurnRLEvaluator would send {', '.join(rejected)}, names the public Wordle sample reports the "
+                "evaluation schema rejects (the base model's hub spec defines them)"
+            )
+        with contextlib.redirect_stdout(io.StringIO()):
+            evaluator.evaluate(dry_run=True)
+    except (ValueError, RoleValidationError, ClientError) as error:
+        raise EvaluatorRefused(_refusal_reason(error)) from error
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):  # its summary shows ARNs (masked below when echoed)
-        execution = evaluator.evaluate()
+    try:
+        with contextlib.redirect_stdout(printed):  # its summary shows ARNs (masked below when echoed)
+            execution = evaluator.evaluate()
+    except ClientError as error:
+        if error.operation_name not in PIPELINE_START_OPERATIONS:
+            raise  # past the start: an execution may exist, so never start a second job
+        raise EvaluatorRefused(_refusal_reason(error)) from error
     if echo:
         print(naming.mask_account(printed.getvalue().strip()))
     return _job_of_pipeline(execution.arn)
+
+
+# The calls MultiTurnRLEvaluator.evaluate() makes to get its pipeline running; one that fails
+# means no execution exists (StartPipelineExecution is the last of them).
+PIPELINE_START_OPERATIONS = ("ListPipelines", "CreatePipeline", "UpdatePipeline", "StartPipelineExecution")
+REFUSAL_REASON_CHARS = 300
+
+
+class EvaluatorRefused(RuntimeError):
+    """MultiTurnRLEvaluator refused before it started anything; the message says why."""
+
+
+def _refusal_reason(error: Exception) -> str:
+    """One line: the error's type and first line, account IDs masked."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    reason = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return naming.mask_account(reason[:REFUSAL_REASON_CHARS])
 
 
 class EvaluatorNamesRejected(ValueError):
@@ -354,7 +396,7 @@ def _wait_job(name: str) -> dict[str, Any]:
 
 
 def _results(describe: Mapping[str, Any], mlflow_app_arn: str, pass_k: Sequence[int]) -> dict[str, Any]:
-    from mlflow.tracking import MlflowClient
+    from mtrl_course import mlflow_client
 
     if describe["JobStatus"] != "Completed":
         reason = describe.get("FailureReason") or describe["JobStatus"]
@@ -367,7 +409,7 @@ def _results(describe: Mapping[str, Any], mlflow_app_arn: str, pass_k: Sequence[
         raise EvaluationFailed(
             f"evaluation job {describe['JobName']} reports no MLflow run (ServiceOutput.MlflowDetails)"
         )
-    metrics = MlflowClient(tracking_uri=mlflow_app_arn).get_run(run_id).data.metrics
+    metrics = mlflow_client.client(mlflow_app_arn).get_run(run_id).data.metrics
     tokens = billable_tokens(describe)
     return {
         "pass_at_1": metrics.get("eval/reward/pass_at_1"),
@@ -444,10 +486,12 @@ def evaluate(
                 echo=echo,
                 effort=reasoning_effort,
             )
-        except EvaluatorNamesRejected:
+        except EvaluatorRefused as refusal:
             if not chosen_automatically:
-                raise
-            via = VIA_CREATE_JOB  # nothing was started: the check runs before the pipeline
+                raise (refusal.__cause__ or refusal) from None
+            # Nothing was started (see _start_with_evaluator), so CreateJob runs the same evaluation.
+            print(f"MultiTurnRLEvaluator refused ({refusal}); evaluating with CreateJob instead", flush=True)
+            via = VIA_CREATE_JOB
     if via == VIA_CREATE_JOB:
         name = _start_with_create_job(
             resources,

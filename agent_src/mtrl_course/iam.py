@@ -10,8 +10,10 @@ Step 1 of the walkthrough. Two roles take part in every rollout:
   agent, which then calls the policy model and reports rewards. It trusts
   `bedrock-agentcore.amazonaws.com` and needs `AmazonSageMakerJobRuntimeAccess`.
 
-You, the caller, also need `iam:PassRole` on the job role, limited to the job service by the
-condition `iam:PassedToService`, plus the job actions (CreateJob, DescribeJob, ...).
+You, the caller, also need `iam:PassRole` on the job role, limited by the condition
+`iam:PassedToService` to the job service and to SageMaker Pipelines (notebook 07's evaluator
+creates a pipeline that runs as the job role), plus the job actions (CreateJob, DescribeJob, ...)
+and what the evaluator's own pre-flight check asks of its caller.
 
 The same functions run live and offline: offline, `aws.session()` answers IAM calls from moto.
 moto's copies of AWS managed policies are not loaded by default, so offline the managed policies
@@ -65,6 +67,35 @@ PASSED_TO_SERVICE_KEY = "iam:PassedToService"
 JOB_RESOURCE_ACTIONS = ("sagemaker:CreateJob", "sagemaker:DescribeJob", "sagemaker:StopJob", "sagemaker:DeleteJob")
 JOB_LIST_ACTIONS = ("sagemaker:ListJobs", "sagemaker:ListJobSchemaVersions", "sagemaker:DescribeJobSchemaVersion")
 JOB_RESOURCE_PATTERN = "arn:aws:sagemaker:*:*:job/*"
+# MultiTurnRLEvaluator (notebook 07) runs as *your* credentials up to its pipeline: its
+# CreatePipeline passes the job role to SageMaker Pipelines (iam:PassedToService
+# sagemaker.amazonaws.com), and before that `verify_evaluation_caller_permissions` simulates these
+# actions on your role and raises RoleValidationError if any is denied (sagemaker-core 2.27:
+# `iam_policies.EVALUATION_CALLER_ACTIONS`; tests/test_sdk_role_check.py pins the tuple to it).
+PIPELINES_SERVICE = GENERIC_SAGEMAKER_SERVICE
+EVALUATOR_CALLER_ACTIONS = (
+    "sagemaker:CreatePipeline",
+    "sagemaker:UpdatePipeline",
+    "sagemaker:DescribePipeline",
+    "sagemaker:ListPipelines",
+    "sagemaker:StartPipelineExecution",
+    "sagemaker:DescribePipelineExecution",
+    "sagemaker:ListPipelineExecutionSteps",
+    "sagemaker:StopPipelineExecution",
+    "sagemaker:ListTags",
+    "sagemaker:AddTags",
+    "sagemaker:DescribeTrainingJob",
+    "sagemaker:DescribeHubContent",
+    "sagemaker:ListHubContents",
+    "sagemaker:DescribeHub",
+    "sagemaker:ListHubs",
+    "sagemaker:CreateArtifact",
+    "sagemaker:ListArtifacts",
+    "sagemaker:DescribeArtifact",
+    "s3:PutObject",
+    "s3:GetObject",
+    "s3:ListBucket",
+)
 
 # What sagemaker-train's role check asks of a *training* role before CreateJob (1.27:
 # `TrainDefaults.get_role` -> `resolve_and_validate_role(role_type="training")`, which simulates
@@ -195,10 +226,15 @@ def runtime_role_trust_policy() -> dict[str, Any]:
 
 
 def caller_passrole_policy(job_role_arn: str, mlflow_role_arn: str | None = None) -> dict[str, Any]:
-    """What the person (or notebook role) launching jobs needs: PassRole on the job role, and the job actions.
+    """What the person (or notebook role) launching jobs needs: PassRole on the job role, the job
+    actions, and what MultiTurnRLEvaluator asks of its caller.
 
-    The PassRole statement is conditioned on `iam:PassedToService`, so the role can be handed
-    to the MTRL job service and to nothing else.
+    The PassRole statements are conditioned on `iam:PassedToService`: the job role can be handed
+    to the MTRL job service (CreateJob) and to SageMaker Pipelines (the evaluator's CreatePipeline,
+    whose pipeline runs as the job role), and to nothing else. The evaluator's caller actions are
+    granted on "*": its pre-flight check simulates them without a resource, and IAM's simulator
+    answers implicitDeny for a statement scoped to resources then, so a scoped grant would be
+    refused by the check although the calls themselves would succeed.
     """
     if not job_role_arn.startswith("arn:") or ":role/" not in job_role_arn:
         raise ValueError(
@@ -221,6 +257,19 @@ def caller_passrole_policy(job_role_arn: str, mlflow_role_arn: str | None = None
                 "Resource": JOB_RESOURCE_PATTERN,
             },
             {"Sid": "ListMtrlJobs", "Effect": "Allow", "Action": list(JOB_LIST_ACTIONS), "Resource": "*"},
+            {
+                "Sid": "PassTheJobRoleToTheEvaluatorsPipeline",
+                "Effect": "Allow",
+                "Action": PASS_ROLE_ACTION,
+                "Resource": job_role_arn,
+                "Condition": {"StringEquals": {PASSED_TO_SERVICE_KEY: PIPELINES_SERVICE}},
+            },
+            {
+                "Sid": "RunTheEvaluatorsPipeline",
+                "Effect": "Allow",
+                "Action": list(EVALUATOR_CALLER_ACTIONS),
+                "Resource": "*",
+            },
         ]
         + (
             [
@@ -617,6 +666,10 @@ class Scenario:
         return {PASSED_TO_SERVICE_KEY: [self.passed_to]} if self.passed_to else {}
 
 
+# A service the job role must never be handed to (the scenarios show the condition refusing it).
+OTHER_SERVICE_EXAMPLE = "lambda.amazonaws.com"
+
+
 def caller_scenarios(job_role_arn: str, region: str) -> list[Scenario]:
     """The requests that show what the caller policy allows, and what its condition refuses."""
     account = job_role_arn.split(":")[4]
@@ -627,13 +680,14 @@ def caller_scenarios(job_role_arn: str, region: str) -> list[Scenario]:
         Scenario(
             PASS_ROLE_ACTION,
             job_role_arn,
-            GENERIC_SAGEMAKER_SERVICE,
-            "pass it to the generic SageMaker principal",
-            False,
+            PIPELINES_SERVICE,
+            "pass it to the evaluator's pipeline (SageMaker)",
         ),
+        Scenario(PASS_ROLE_ACTION, job_role_arn, OTHER_SERVICE_EXAMPLE, "pass it to any other service", False),
         Scenario(PASS_ROLE_ACTION, other_role, JOB_SERVICE, "pass another role", False),
         Scenario("sagemaker:CreateJob", job_arn, None, "create a job"),
         Scenario("sagemaker:ListJobs", "*", None, "list jobs"),
+        Scenario("sagemaker:CreatePipeline", "*", None, "create the evaluator's pipeline"),
     ]
 
 

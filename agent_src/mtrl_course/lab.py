@@ -239,7 +239,8 @@ def evaluation_results(attachment: Attachment | None = None, session: Any | None
     job_name. Reads DescribeJob and the MLflow app only; jobs not Completed are left out.
     """
     import pandas as pd
-    from mlflow.tracking import MlflowClient
+
+    from mtrl_course import mlflow_client
 
     attachment = attachment or attached()
     if attachment is None:
@@ -257,7 +258,7 @@ def evaluation_results(attachment: Attachment | None = None, session: Any | None
         arn = mlflow_config.get("MlflowResourceArn") or attachment.mlflow_app_arn
         if not run_id:
             continue
-        metrics = MlflowClient(tracking_uri=arn).get_run(run_id).data.metrics
+        metrics = mlflow_client.client(arn).get_run(run_id).data.metrics
         sent = (document.get("EvaluationConfig") or {}).get("HyperParameters") or {}
         match = _EVAL_NAME.match(name)
         temperature = sent.get("temperature", sent.get("sampling_temperature"))

@@ -3,7 +3,9 @@
 Metrics. The service logs every step's reward, token and turn statistics to the job's MLflow
 app, under the names of the AWS metric reference (`rollout/reward/mean`, `val/reward/pass_at_1`,
 ...). `metrics_frame` reads them with the same MLflow client code in both modes: the tracking URI
-is the MLflow app's ARN. Live, the sagemaker-mlflow plugin resolves that ARN to the managed app;
+is the MLflow app's ARN, read through `mlflow_client.client`. Live, the sagemaker-mlflow plugin
+resolves that ARN to the managed app (and signs for the global tracking URI, which that client
+points at the ARN);
 offline, the offline backend resolves it to the app's local sqlite store. Which run belongs to
 the job comes from DescribeJob (`ServiceOutput.MlflowDetails`).
 
@@ -130,9 +132,9 @@ def locate_run(job: Any, category: str = TRAINING, session: Any = None) -> RunLo
 
 
 def _client(tracking_uri: str) -> Any:
-    from mlflow.tracking import MlflowClient  # 3 s import: only when metrics are read
+    from mtrl_course import mlflow_client
 
-    return MlflowClient(tracking_uri=tracking_uri)
+    return mlflow_client.client(tracking_uri)
 
 
 def metrics_frame(

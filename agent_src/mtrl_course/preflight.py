@@ -4,8 +4,10 @@
 (`gather_facts`: the only part that calls AWS or the system) and judges them with pure
 functions (`judge`), so every verdict can be tested with made-up facts and no network.
 
-Live it checks what the walkthrough's prerequisites need: credentials, a Region where the base
-model is offered, who you are (account masked), a botocore that knows the `CreateJob` operation,
+Live it checks what the walkthrough's prerequisites need: credentials, who you are (account
+masked), whether the SageMaker API serves the AgentRFT job category to this account (a read-only
+ListJobSchemaVersions, before anything bills), a Region where the base model is offered, a
+botocore that knows the `CreateJob` operation,
 the default job quotas (one training and one evaluation job at a time) against the jobs already
 running, and the tools `agentcore deploy` needs. Offline it runs the same AWS calls against the
 offline backend and lists what stands in for what.
@@ -46,6 +48,16 @@ JOB_QUOTAS: dict[str, tuple[str, int]] = {
     "AgentRFTEvaluation": ("evaluation jobs", 1),
 }
 RUNNING_STATUS = "InProgress"
+# Account enablement. A third-party Wordle sample reports that an account not enabled for AgentRFT
+# gets a bare AccessDenied on CreateJob; no AWS document we have says enablement is needed or how
+# it shows. The earliest read-only, free call that involves the job category is
+# ListJobSchemaVersions(JobCategory="AgentRFT") (in botocore's sagemaker model beside CreateJob;
+# errors: ResourceNotFound). What it answers for a not-enabled account is not confirmed: see
+# check_agentrft_enabled and docs/LIVE_CHECKLIST.md.
+ENABLEMENT_CATEGORY = "AgentRFT"
+ENABLEMENT_OPERATION = "ListJobSchemaVersions"
+DENIED_CODES = ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation")
+NOT_OFFERED_CODES = ("ResourceNotFound", "ValidationException")
 # The AgentCore CLI needs Node 20 or later (aws-docs.md §3.3).
 MIN_NODE_MAJOR = 20
 NODE_TIMEOUT_S = 10.0
@@ -79,6 +91,9 @@ class Facts:
     knows_create_job: bool = False
     running_jobs: dict[str, int | None] = field(default_factory=dict)
     jobs_error: str | None = None
+    schema_versions: list[str] | None = None  # ListJobSchemaVersions(AgentRFT); None: not asked or failed
+    schema_error_code: str | None = None
+    schema_error: str | None = None
     node_version: str | None = None
     agentcore_cli: str | None = None
     uv: str | None = None
@@ -165,6 +180,46 @@ def check_botocore(version: str, knows_create_job: bool) -> Check:
         FAIL,
         f"botocore {version} {reason}",
         "reinstall from requirements.lock (`make venv`, or the install cell of this notebook in Studio)",
+    )
+
+
+def check_agentrft_enabled(versions: list[str] | None, code: str | None = None, error: str | None = None) -> Check:
+    """Does the SageMaker API serve the AgentRFT job category to this account? (read-only, free)
+
+    An answer with schema versions means the category exists here for you; it does not prove that
+    CreateJob will be allowed. A refusal is either your IAM (sagemaker:ListJobSchemaVersions,
+    which notebook 01's caller policy grants) or an account not enabled: the call cannot tell
+    which, so the fix says what to check first.
+    """
+    name = "AgentRFT available to this account"
+    call = f"{ENABLEMENT_OPERATION}(JobCategory={ENABLEMENT_CATEGORY})"
+    if versions:
+        return Check(
+            name,
+            OK,
+            f"{call} lists schema {', '.join(versions)}; whether CreateJob is allowed shows only when a job starts",
+        )
+    if code in DENIED_CODES:
+        return Check(
+            name,
+            WARN,
+            f"{call} was refused: {mask_account(error or code)}",
+            "if your IAM allows sagemaker:ListJobSchemaVersions (notebook 01's caller policy does), the account "
+            "may not be enabled for AgentRFT: ask your AWS account team or AWS Support before launching any job",
+        )
+    if versions is not None or code in NOT_OFFERED_CODES:
+        return Check(
+            name,
+            FAIL,
+            f"{call} found no AgentRFT job schemas{': ' + mask_account(error) if error else ''}",
+            "AgentRFT is not offered to this account in this Region: use us-east-1 or us-west-2, or ask your AWS "
+            "account team to enable it",
+        )
+    return Check(
+        name,
+        WARN,
+        f"{call} could not be asked: {mask_account(error or 'unknown error')}",
+        "check credentials and network",
     )
 
 
@@ -261,6 +316,8 @@ def judge(facts: Facts) -> list[Check]:
     else:
         rows += stand_ins(facts.versions)
     rows.append(check_identity(facts.identity_arn, facts.identity_error))
+    if facts.identity_arn and facts.knows_create_job:
+        rows.append(check_agentrft_enabled(facts.schema_versions, facts.schema_error_code, facts.schema_error))
     rows.append(check_region(facts.region))
     rows.append(check_models(facts.region))
     rows.append(check_botocore(facts.botocore_version, facts.knows_create_job))
@@ -358,6 +415,12 @@ def gather_facts(session: Any | None = None, *, live: bool | None = None) -> Fac
         except Exception as error:  # expired tokens, no network: reported, not raised
             facts.identity_error = _short_error(error)
         if facts.knows_create_job and facts.identity_arn:
+            try:
+                answer = session.client("sagemaker").list_job_schema_versions(JobCategory=ENABLEMENT_CATEGORY)
+                facts.schema_versions = [s["JobConfigSchemaVersion"] for s in answer.get("JobConfigSchemas", [])]
+            except Exception as error:  # reported as a row, never raised
+                facts.schema_error_code = str(((getattr(error, "response", None) or {}).get("Error") or {}).get("Code"))
+                facts.schema_error = _short_error(error)
             try:
                 facts.running_jobs = running_jobs(session)
             except Exception as error:  # no permission, or an account not enabled for AgentRFT

@@ -133,21 +133,17 @@ class StepMetrics:
         arn = (config_doc.get("MlflowConfig") or {}).get("MlflowResourceArn")
         if not arn:
             return None
-        import mlflow
-        from mlflow.tracking import MlflowClient
-
-        from mtrl_course import config, resources, storage
+        from mtrl_course import config, mlflow_client, resources, storage
 
         if not config.is_live():
             # Offline an MLflow app (and moto's bucket) lives in the process that created it; in a
             # fresh one (attaching to a job a detached process ran) the app is created again under
             # the same ARN and finds the job's runs on disk.
             resources.ensure_mlflow_app(bucket=storage.ensure_bucket())
-        # sagemaker-mlflow's auth plugin signs requests for the global tracking URI, not the
-        # client's: in a fresh process (`mtrl train --attach` after the job's own process ended)
-        # it split the default URI as an ARN and failed with IndexError.
-        mlflow.set_tracking_uri(arn)
-        return MlflowClient(tracking_uri=arn)
+        # Through the course's one MLflow client: sagemaker-mlflow signs for the global tracking
+        # URI, not the client's (in a fresh process, `mtrl train --attach` after the job's own
+        # process ended, a bare client failed with IndexError).
+        return mlflow_client.client(arn)
 
     def __call__(self) -> list[dict[str, Any]]:
         run_id = (self.job.mlflow_details or {}).get("RunId")

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtrl_course import config, deploy, iam, lab, naming, storage
+from mtrl_course import config, deploy, errors, iam, lab, naming, storage
 
 MLFLOW_APP_KIND = "mlflow"
 MLFLOW_ROLE_KIND = "mlflow-role"
@@ -362,12 +362,30 @@ def ensure_mlflow_app(
 
 # --------------------------------------------------------------------------------- reasoning effort
 def deployed_reasoning_effort(resources: CourseResources, session: Any | None = None) -> str | None:
-    """REASONING_EFFORT of the runtime: the local runtime's variable offline, GetAgentRuntime's live."""
+    """REASONING_EFFORT of the runtime: the local runtime's variable offline, GetAgentRuntime's live.
+
+    None when the runtime does not say (no such variable, or the runtime is gone:
+    ResourceNotFoundException). Any other refusal (say, no bedrock-agentcore:GetAgentRuntime on an
+    instructor's runtime) is an ActionableError naming the call and what to do.
+    """
     if resources.runtime is not None:
         return resources.runtime.env.get(REASONING_EFFORT_ENV)
     control = _session(session).client("bedrock-agentcore-control")
     runtime_id = resources.runtime_arn.rsplit("/", 1)[-1]
-    variables = control.get_agent_runtime(agentRuntimeId=runtime_id).get("environmentVariables") or {}
+    try:
+        variables = control.get_agent_runtime(agentRuntimeId=runtime_id).get("environmentVariables") or {}
+    except Exception as error:
+        code = errors.aws_error_code(error)
+        if code == "ResourceNotFoundException":
+            return None
+        if not code:
+            raise
+        raise errors.ActionableError(
+            f"could not read the runtime's {REASONING_EFFORT_ENV} ({naming.mask_account(errors.aws_refusal(error))}): "
+            f"ask for bedrock-agentcore:GetAgentRuntime on {naming.mask_account(resources.runtime_arn)}, or read "
+            f"the value under envVars in {deploy.PROJECT_FILE.relative_to(config.REPO_ROOT)} of the checkout that "
+            "deployed it"
+        ) from None
     return variables.get(REASONING_EFFORT_ENV)
 
 
@@ -440,22 +458,83 @@ def _session(session: Any | None) -> Any:
     return aws.session()
 
 
-def _own_role_exists(session: Any) -> bool:
-    return iam.role_exists(naming.resource_name(iam.JOB_ROLE_KIND), session=session)
+# S3's answers when the bucket exists but this identity may not use it (HeadBucket has no body,
+# so botocore reports the status code) or may not list it.
+S3_DENIED_CODES = ("403", "Forbidden", "AccessDenied")
 
 
-def _own_datasets_exist(session: Any, bucket: str) -> bool:
-    if not storage.bucket_exists(bucket, session):
-        return False
-    uris = storage.dataset_uris(session, bucket=bucket)
-    return all(
-        storage.prefix_exists(*storage.parse_s3_uri(uri), session) for uri in (uris["training"], uris["validation"])
-    )
+def _own_role(session: Any, attachment: Any) -> tuple[str, str | None]:
+    """(ARN of the learner's own job role or "", why it could not be read, or None).
+
+    GetRole refused (no iam:GetRole, common for a lab learner) is not fatal in a lab: the caller
+    falls back to the role the attached run's job ran as.
+    """
+    name = naming.resource_name(iam.JOB_ROLE_KIND)
+    try:
+        return session.client("iam").get_role(RoleName=name)["Role"]["Arn"], None
+    except Exception as error:
+        code = errors.aws_error_code(error)
+        if code in iam.NOT_FOUND_CODES:
+            return "", None
+        if not code:
+            raise
+        return "", (
+            f"could not read your training job role {name} ({errors.aws_refusal(error)}): ask for iam:GetRole on "
+            f"it, or set {JOB_ROLE_ENV} to its ARN"
+        )
+
+
+def _own_datasets(session: Any, bucket: str) -> tuple[str, str] | None:
+    """The learner's own dataset URIs in `bucket`, or None when the bucket or a file is missing or
+    not readable (HeadBucket 403, ListObjectsV2 denied)."""
+    try:
+        if not storage.bucket_exists(bucket, session):
+            return None
+        uris = storage.dataset_uris(session, bucket=bucket)
+        for uri in (uris["training"], uris["validation"]):
+            if not storage.prefix_exists(*storage.parse_s3_uri(uri), session):
+                return None
+    except Exception as error:
+        if errors.aws_error_code(error) in S3_DENIED_CODES:
+            return None
+        raise
+    return uris["training"], uris["validation"]
+
+
+def _bucket_denied(session: Any, bucket: str) -> tuple[bool, str | None]:
+    """(whether the bucket exists, why this identity may not read it, or None)."""
+    try:
+        return storage.bucket_exists(bucket, session), None
+    except Exception as error:
+        if errors.aws_error_code(error) not in S3_DENIED_CODES:
+            raise
+        return True, (
+            f"the S3 bucket {naming.mask_account(bucket)} exists but this identity may not read it "
+            f"({errors.aws_refusal(error)}: s3:ListBucket is denied, or another account owns it); set "
+            f"{storage.BUCKET_ENV_VAR} to a bucket you can use, or ask for s3:ListBucket on it"
+        )
+
+
+def _runtime_arn(session: Any, attachment: Any) -> tuple[str, str | None]:
+    """(the course runtime's ARN or "", why ListAgentRuntimes could not tell, or None)."""
+    from mtrl_course import smoke
+
+    try:
+        return smoke.find_runtime_arn(session), None
+    except LookupError:
+        return (attachment.runtime_arn if attachment is not None else ""), None
+    except Exception as error:
+        if not errors.aws_error_code(error):
+            raise
+        if attachment is not None:
+            return attachment.runtime_arn, None
+        return "", (
+            f"could not list the AgentCore runtimes ({errors.aws_refusal(error)}): ask for "
+            f"bedrock-agentcore:ListAgentRuntimes, or set {RUNTIME_ENV} to the runtime's ARN"
+        )
 
 
 def _discover_live(session: Any | None) -> CourseResources:
-    from mtrl_course import smoke
-
     session = _session(session)
     region = session.region_name
     account = session.client("sts").get_caller_identity()["Account"]
@@ -465,56 +544,81 @@ def _discover_live(session: Any | None) -> CourseResources:
     if attachment is not None and attachment.region != region:
         attachment = None
 
+    refused: list[str] = []  # what could not be read: one line each, with what to do
     role_arn = os.environ.get(JOB_ROLE_ENV, "").strip()
-    if not role_arn and attachment is not None and not _own_role_exists(session):
-        role_arn = attachment.job_role_arn
     if not role_arn:
-        name = naming.resource_name(iam.JOB_ROLE_KIND)
-        try:
-            role_arn = session.client("iam").get_role(RoleName=name)["Role"]["Arn"]
-        except Exception as error:
-            if iam._error_code(error) not in iam.NOT_FOUND_CODES:
-                raise
-            missing.append(f"the training job role {name} (notebook 01 creates it; or set {JOB_ROLE_ENV})")
+        role_arn, problem = _own_role(session, attachment)
+        if not role_arn and attachment is not None:
+            role_arn = attachment.job_role_arn
+        elif problem:
+            refused.append(problem)
+        elif not role_arn:
+            missing.append(
+                f"the training job role {naming.resource_name(iam.JOB_ROLE_KIND)} (notebook 01 creates it; or set "
+                f"{JOB_ROLE_ENV})"
+            )
 
+    # MTRL_BUCKET (the lab's older way, or the learner's own bucket) names where the learner's
+    # own datasets would be; in a lab they usually are not there, and the attached run's are used.
     bucket = storage.bucket_name(session)
+    bucket_given = bool(os.environ.get(storage.BUCKET_ENV_VAR, "").strip())
     train_uri = validation_uri = ""
     output_uri = ""
-    if (
-        attachment is not None
-        and not os.environ.get(storage.BUCKET_ENV_VAR, "").strip()
-        and not _own_datasets_exist(session, bucket)
-    ):
-        bucket, train_uri, validation_uri = attachment.bucket, attachment.train_s3_uri, attachment.validation_s3_uri
-        output_uri = attachment.output_s3_uri
-    elif not storage.bucket_exists(bucket, session):
-        missing.append(
-            f"the S3 bucket {naming.mask_account(bucket)} with the datasets (notebook 04 creates it; or set {storage.BUCKET_ENV_VAR})"
-        )
+    own = _own_datasets(session, bucket)
+    if own is not None:
+        train_uri, validation_uri = own
+    elif attachment is not None:
+        train_uri, validation_uri = attachment.train_s3_uri, attachment.validation_s3_uri
+        if not bucket_given:
+            bucket, output_uri = attachment.bucket, attachment.output_s3_uri
     else:
-        uris = storage.dataset_uris(session, bucket=bucket)
-        train_uri, validation_uri = uris["training"], uris["validation"]
-        for uri in (train_uri, validation_uri):
-            key_bucket, key = storage.parse_s3_uri(uri)
-            if not storage.prefix_exists(key_bucket, key, session):
-                missing.append(f"the dataset file {naming.mask_account(uri)} (notebook 04 uploads it)")
+        exists, problem = _bucket_denied(session, bucket)
+        if problem:
+            refused.append(problem)
+        elif not exists:
+            missing.append(
+                f"the S3 bucket {naming.mask_account(bucket)} with the datasets (notebook 04 creates it; or set "
+                f"{storage.BUCKET_ENV_VAR})"
+            )
+        else:
+            uris = storage.dataset_uris(session, bucket=bucket)
+            train_uri, validation_uri = uris["training"], uris["validation"]
+            for uri in (train_uri, validation_uri):
+                key_bucket, key = storage.parse_s3_uri(uri)
+                if not storage.prefix_exists(key_bucket, key, session):
+                    missing.append(f"the dataset file {naming.mask_account(uri)} (notebook 04 uploads it)")
 
     runtime_arn = os.environ.get(RUNTIME_ENV, "").strip()
     if not runtime_arn:
-        try:
-            runtime_arn = smoke.find_runtime_arn(session)
-        except LookupError:
-            runtime_arn = attachment.runtime_arn if attachment is not None else ""
-        if not runtime_arn:
+        runtime_arn, problem = _runtime_arn(session, attachment)
+        if problem:
+            refused.append(problem)
+        elif not runtime_arn:
             missing.append(
                 f"the AgentCore runtime {deploy.deployed_runtime_name()} (notebook 02 deploys it; or set {RUNTIME_ENV})"
             )
 
-    mlflow_arn = find_mlflow_app(session) or (attachment.mlflow_app_arn if attachment is not None else "")
-    if not mlflow_arn:
+    try:
+        mlflow_arn = find_mlflow_app(session) or ""
+    except Exception as error:
+        if not errors.aws_error_code(error):
+            raise
+        mlflow_arn = ""
+        if attachment is None:
+            refused.append(
+                f"could not list the MLflow apps ({errors.aws_refusal(error)}): ask for sagemaker:ListMlflowApps, "
+                f"or set {MLFLOW_APP_ENV} to the app's ARN"
+            )
+    mlflow_arn = mlflow_arn or (attachment.mlflow_app_arn if attachment is not None else "")
+    if not mlflow_arn and not refused:
         missing.append(
             f"the MLflow app {mlflow_app_name()} (notebook 05 creates it with resources.ensure_mlflow_app(confirm_spend=True); "
             f"or set {MLFLOW_APP_ENV})"
+        )
+    if refused:
+        raise errors.ActionableError(
+            f"live mode ({naming.mask_account(account)}, {region}): "
+            + "; ".join(naming.mask_account(line) for line in refused)
         )
     if missing:
         raise LookupError(

@@ -3,12 +3,20 @@
 A lab account holds an instructor's run and every learner's. A run is recognised by its
 `run_id` tag, by names ending in its id (`mtrl-wordle-<kind>-<run id>`) and by its S3 prefix
 (`mtrl-wordle/<run id>/`); `other_runs` lists every other run the account shows.
+
+What the SDK creates under names of its own, untagged (the trainer's get-or-create model package
+groups `<model>-mtrl-mpg`), carries none of these marks. The course records the ARNs of those it
+saw the SDK create for this run (`record_created`, in a file in the state folder); clean-up
+deletes nothing of that kind that is not recorded there.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from mtrl_course import config, deploy, naming, storage
@@ -84,6 +92,42 @@ def deployed_from_this_checkout() -> bool:
     return (deploy.AGENTCORE_DIR / ".cli" / "deployed-state.json").is_file()
 
 
+# --- what this run saw the SDK create --------------------------------------------------------------
+CREATED_FILE_NAME = "created-by-run.json"
+
+
+def created_file() -> Path:
+    """Where the record is kept: the state folder live, the offline backend's folder offline."""
+    if config.is_live():
+        return config.STATE_DIR / CREATED_FILE_NAME
+    from mtrl_course import aws
+
+    return Path(aws.offline_backend().state_dir) / CREATED_FILE_NAME
+
+
+def _read_created() -> dict[str, list[str]]:
+    try:
+        data = json.loads(created_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(run): [str(arn) for arn in arns] for run, arns in data.items() if isinstance(arns, list)}
+
+
+def record_created(arns: Iterable[str], run: str | None = None) -> None:
+    """Remember that this run created these resources (ARNs), for clean-up."""
+    run = run or naming.run_id()
+    data = _read_created()
+    data[run] = sorted(set(data.get(run, [])) | set(arns))
+    path = created_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def created_arns(run: str | None = None) -> set[str]:
+    """ARNs recorded as created by this run (`record_created`)."""
+    return set(_read_created().get(run or naming.run_id(), []))
+
+
 @dataclass(frozen=True)
 class Scope:
     """What discovery needs to know to keep to this run."""
@@ -92,6 +136,7 @@ class Scope:
     tagged: frozenset[str]
     others: frozenset[str]
     deployed_here: bool
+    created: frozenset[str] = field(default_factory=frozenset)  # recorded ARNs (record_created)
 
     @property
     def alone(self) -> bool:

@@ -144,7 +144,27 @@ def _trainer_class() -> Any:
         os.environ.setdefault(name, session.region_name)
     from sagemaker.train.multi_turn_rl_trainer import MultiTurnRLTrainer
 
-    return MultiTurnRLTrainer
+    return _RecordsCreatedGroups(MultiTurnRLTrainer)
+
+
+class _RecordsCreatedGroups:
+    """MultiTurnRLTrainer, constructed so that clean-up knows which of the trainer's get-or-create
+    model package groups this run created: the names are looked up before the constructor runs,
+    and those that appear only after it are recorded as this run's (`run_scope.record_created`).
+    Clean-up deletes no other group of those names: everyone in the account who trains this base
+    model shares them. Everything else (`attach`, ...) is the class itself."""
+
+    def __init__(self, trainer_class: Any) -> None:
+        self._trainer_class = trainer_class
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        existed = _existing_package_groups()
+        trainer = self._trainer_class(*args, **kwargs)
+        _record_created_package_groups(trainer, existed)
+        return trainer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._trainer_class, name)
 
 
 def job_base_name() -> str:
@@ -192,6 +212,49 @@ def make_trainer(
     )
     set_hyperparameters(trainer.hyperparameters, planned_hyperparameters(hyperparameters), "training")
     return trainer
+
+
+# The trainer's get-or-create model package groups (sagemaker-train 1.27: `{model}-mtrl-mpg`,
+# `{model}-mtrl-checkpoint-mpg`), one pair per base model for the whole account.
+PACKAGE_GROUP_NAMES = tuple(f"{MODEL_ID}{suffix}" for suffix in ("-mtrl-mpg", "-mtrl-checkpoint-mpg"))
+
+
+def _existing_package_groups() -> set[str]:
+    """Which of the trainer's group names exist now, or may: DescribeModelPackageGroup answers
+    ValidationException "... does not exist." for a missing group; any other answer (a group, or
+    a refusal) counts as existing, so a group this run cannot see is never recorded as its own."""
+    from mtrl_course import aws, errors
+
+    sagemaker = aws.session().client("sagemaker")
+    found = set()
+    for name in PACKAGE_GROUP_NAMES:
+        try:
+            sagemaker.describe_model_package_group(ModelPackageGroupName=name)
+        except Exception as error:
+            code = errors.aws_error_code(error)
+            if code == "ValidationException" and "does not exist" in str(error):
+                continue
+            if not code:
+                raise
+        found.add(name)
+    return found
+
+
+def _record_created_package_groups(trainer: Any, existed: set[str]) -> None:
+    from mtrl_course import run_scope
+
+    arns = [
+        arn
+        for arn in (
+            getattr(trainer, "output_model_package_group", None),
+            getattr(trainer, "intermediate_checkpoint_model_package_group", None),
+        )
+        if isinstance(arn, str)
+        and arn.rsplit("/", 1)[-1] in PACKAGE_GROUP_NAMES
+        and arn.rsplit("/", 1)[-1] not in existed
+    ]
+    if arns:
+        run_scope.record_created(arns)
 
 
 def set_hyperparameters(options: Any, values: Mapping[str, Any], where: str) -> None:

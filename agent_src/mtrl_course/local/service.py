@@ -360,6 +360,13 @@ class LocalMTRLService:
     def describe_job(self, params: Mapping[str, Any]) -> dict[str, Any]:
         return self.get_job(params["JobName"], params["JobCategory"]).describe()
 
+    def list_job_schema_versions(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The one JobConfigDocument schema version the stand-in accepts, for the MTRL categories."""
+        category = params["JobCategory"]
+        if category not in JOB_CATEGORIES:
+            raise ServiceError("ResourceNotFound", f"No job configuration schemas found for job category {category}.")
+        return {"JobConfigSchemas": [{"JobConfigSchemaVersion": SCHEMA_VERSION}]}
+
     def list_jobs(self, params: Mapping[str, Any]) -> dict[str, Any]:
         category = params["JobCategory"]
         store = self.store()
