@@ -19,6 +19,7 @@ import tempfile
 import textwrap
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -65,8 +66,27 @@ def wait_until_gone(seconds: float = 5.0) -> list[int]:
     return harness_processes()
 
 
+@pytest.fixture(autouse=True)
+def scratch_parent(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A temporary root of this test's own for the sandbox's working folders.
+
+    Listing the machine's shared temporary folder would count the folders of every other
+    sandbox on the machine (another test worker, a notebook, another checkout's suite) as ours.
+    World-searchable, because a child that runs as a sandbox uid must reach its folder in it.
+    """
+    root = Path(tempfile.mkdtemp(prefix="mtrl-sandbox-tests-"))
+    root.chmod(0o755)
+    monkeypatch.setattr(sandbox, "SCRATCH_PARENT", str(root))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def sandbox_dirs() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("mtrl-sandbox-*")}
+    """The sandbox folders under this test's own scratch root (see `scratch_parent`)."""
+    assert sandbox.SCRATCH_PARENT is not None
+    return {p.name for p in Path(sandbox.SCRATCH_PARENT).iterdir()}
 
 
 # ------------------------------------------------------------------------------ honest code
@@ -298,7 +318,7 @@ def test_the_hidden_tests_cannot_be_read() -> None:
 
 
 @pytest.mark.skipif(
-    not (LAYERS.drops_privileges or LAYERS.mount_namespace), reason="neither a uid drop nor a mount namespace here"
+    not (LAYERS.drops_privileges or LAYERS.private_root), reason="neither a uid drop nor a root of its own here"
 )
 def test_a_private_file_of_the_parent_cannot_be_read(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
@@ -433,7 +453,9 @@ def test_bad_arguments_name_what_was_wrong() -> None:
 
 def test_isolation_is_reported() -> None:
     rows = LAYERS.rows()
-    assert rows[-1]["active"] is True and len(rows) == 5
+    assert rows[-1]["active"] is True and len(rows) == 7
+    assert LAYERS.missing() == [row["layer"] for row in rows if not row["active"]]
+    assert ("every sandbox layer is active" in LAYERS.summary()) == (not LAYERS.missing())
     if os.geteuid() == 0:
         assert LAYERS.drops_privileges
 
@@ -444,7 +466,7 @@ def test_isolation_is_reported() -> None:
 )
 def test_a_root_parent_with_unshare_gets_every_layer() -> None:
     # Without this, a broken probe would silently turn the namespace tests above into skips.
-    assert LAYERS.drops_privileges and LAYERS.network_namespace and LAYERS.pid_namespace and LAYERS.mount_namespace
+    assert LAYERS.missing() == [], LAYERS.summary()
 
 
 def test_a_fork_bomb_does_not_starve_a_sandbox_running_beside_it() -> None:
@@ -467,7 +489,7 @@ def test_the_process_budget_comes_on_top_of_what_a_shared_uid_already_runs() -> 
 @pytest.mark.skipif(not LAYERS.network_namespace, reason="no namespace wrapper on this machine")
 def test_a_broken_sandbox_is_its_own_status_and_is_not_cached(monkeypatch: pytest.MonkeyPatch) -> None:
     # If the wrapper cannot start, scoring the code 0 would be a silently dead scorer of our own.
-    monkeypatch.setattr(sandbox, "_namespace_prefix", lambda hidden: ["unshare", "--no-such-option", "--"])
+    monkeypatch.setattr(sandbox.jail, "command", lambda interpreter, program: ["unshare", "--no-such-option", "--"])
     sandbox.clear_cache()
     first = sandbox.run_tests(GOOD, "add", ADD, LIMITS)
     again = sandbox.run_tests(GOOD, "add", ADD, LIMITS)
