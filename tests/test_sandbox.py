@@ -435,6 +435,95 @@ def test_the_encoding_is_json_stable_and_tells_types_apart(value: object) -> Non
         assert sandbox.encode_value(tuple(value)) != record
 
 
+# ------------------------------------------------------------------------------ judging hostile frames
+NONCE = "0123456789abcdef0123456789abcdef"
+HOSTILE_BODIES = st.one_of(
+    st.text(max_size=200),
+    st.integers(min_value=0, max_value=6000).map(lambda d: "[" * d + "]" * d),
+    st.integers(min_value=0, max_value=6000).map(lambda d: '{"a":' * d + "1" + "}" * d),
+    st.integers(min_value=1, max_value=9000).map(
+        lambda n: json.dumps({"status": "ok", "count": 4, "outputs": []}).replace("4", "9" * n, 1)
+    ),
+    st.sampled_from(
+        ["NaN", "Infinity", "-Infinity", "[NaN, Infinity]", "1e999999", "-0", '"\\ud800"', "{}", "[]", "null"]
+    ),
+    st.builds(
+        lambda status, count, outputs: json.dumps({"status": status, "count": count, "outputs": outputs}),
+        st.sampled_from([sandbox.OK, sandbox.MISSING_ENTRY_POINT, sandbox.IMPORT_ERROR, "ok ", 1, None]),
+        st.one_of(st.integers(), st.text(max_size=5), st.none(), st.just(True), st.floats()),
+        st.one_of(
+            st.lists(st.lists(st.one_of(st.text(max_size=5), st.integers(), st.none()), max_size=3), max_size=6),
+            st.dictionaries(st.text(max_size=3), st.integers(), max_size=3),
+            st.text(max_size=5),
+        ),
+    ),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            HOSTILE_BODIES.map(lambda body: NONCE + body + NONCE),
+            st.text(max_size=50),
+            HOSTILE_BODIES.map(lambda body: "x" + NONCE + body),
+        ),
+        max_size=3,
+    ),
+    st.binary(max_size=20),
+    st.sampled_from([sandbox.OK, sandbox.TIMEOUT, sandbox.OUTPUT_LIMIT]),
+    st.sampled_from([0, 1, -9, sandbox.MOUNT_FAILED, None]),
+)
+def test_the_judge_returns_a_verdict_for_any_output(
+    lines: list[str], junk: bytes, status: str, code: int | None
+) -> None:
+    # Whatever the child writes (frames nested 6,000 deep, integers of 9,000 digits, NaN, wrong
+    # types, invalid UTF-8), the parent answers with a verdict and a reason, never an exception.
+    raw = junk + "\n".join(lines).encode("utf-8", "surrogatepass")
+    verdict = sandbox.judge_output(raw, status, code, NONCE, "add", ADD)
+    assert verdict.status in sandbox.STATUSES
+    assert 0 <= verdict.passed <= verdict.total == len(ADD)
+    assert verdict.status == sandbox.OK or (verdict.passed == 0 and verdict.outputs == ())
+    assert len(verdict.detail) <= sandbox.MAX_DETAIL
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ("[" * 5000 + "]" * 5000, "nested deeper"),
+        (
+            json.dumps({"status": "ok", "count": 4, "outputs": [["int", 0]] * 3}).replace("0]", "1" * 5001 + "]", 1),
+            "digits",
+        ),
+        (
+            json.dumps({"status": "ok", "count": 4, "outputs": [["list", [["list", []]]]] * 4}).replace(
+                "[]", "[" * 100 + "]" * 100
+            ),
+            "nested deeper",
+        ),
+    ],
+    ids=["5000-brackets", "5001-digit-integer", "deep-value-inside-a-valid-frame"],
+)
+def test_frames_beyond_the_judges_bounds_are_malformed_with_the_reason(body: str, reason: str) -> None:
+    verdict = sandbox.judge_output((NONCE + body + NONCE + "\n").encode(), sandbox.OK, 0, NONCE, "add", ADD)
+    assert verdict.status == sandbox.FORGED and verdict.passed == 0
+    assert reason in verdict.detail
+
+
+def test_a_program_that_returns_a_5000_digit_integer_gets_a_verdict() -> None:
+    verdict = judge("import sys\nsys.set_int_max_str_digits(0)\ndef add(a, b):\n    return 10 ** 5000\n")
+    assert verdict.status == sandbox.FORGED and "digits" in verdict.detail and verdict.passed == 0
+
+
+def test_a_judge_of_its_own_that_cannot_start_is_a_sandbox_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_fork(payload: str, limits: sandbox.Limits) -> tuple[str, bytes, int | None]:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(sandbox, "_execute", no_fork)
+    verdict = judge(GOOD)
+    assert verdict.status == sandbox.SANDBOX_ERROR and "BlockingIOError" in verdict.detail
+
+
 def test_one_and_true_are_different_answers() -> None:
     assert sandbox.encode_value(1) != sandbox.encode_value(True) != sandbox.encode_value(1.0)
 

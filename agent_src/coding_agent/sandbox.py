@@ -475,7 +475,8 @@ def judge_output(
     """
     total = len(cases)
     try:
-        return _read_output(raw, status, returncode, nonce, entry_point, cases, seconds)
+        verdict = _read_output(raw, status, returncode, nonce, entry_point, cases, seconds)
+        return verdict if len(verdict.detail) <= MAX_DETAIL else replace(verdict, detail=verdict.detail[:MAX_DETAIL])
     except Exception as exc:  # the last line of defence; _read_output rejects what it knows first
         detail = f"the result could not be judged: {type(exc).__name__}: {exc}"
         return Verdict(FORGED, 0, total, seconds, detail[:MAX_DETAIL])
