@@ -12,7 +12,8 @@ forge the frame, but the only way to make the parent count a test as passed is t
 value, which is what solving the task means. The nonce and count checks stay as a second lock
 (they turn a forged or truncated frame into a clear status instead of a silent zero).
 
-Layers, each a defence against one hostile program in tests/test_sandbox.py:
+Layers, each a defence against hostile programs in tests/test_sandbox.py and
+tests/test_sandbox_attacks.py (which names the layers each attack needs):
 
 | layer | stops |
 |---|---|
@@ -21,12 +22,17 @@ Layers, each a defence against one hostile program in tests/test_sandbox.py:
 | rlimits: CPU, address space, processes, file size, open files, no core | infinite CPU loops, memory bombs, fork bombs, disk fills |
 | wall-clock deadline, then SIGKILL to the whole process group | sleeping loops and grandchildren |
 | output cap (the parent stops reading and kills) | megabytes printed |
+| a bounded reader of the result (frame depth, integer digits; anything else it meets is a verdict) | frames that would crash the judge: 5,000 nested brackets, a 5,000-digit integer |
 | as root: the child runs as an unprivileged uid of its own | signals to the parent, reads of root-only files, RLIMIT_NPROC (root ignores it) |
-| namespaces when the machine allows (`unshare`): network, PID, mount | network, processes that escape the group (setsid), writes to /tmp, reading the hidden tests from the repository |
+| the jail (`coding_agent.jail`) where the machine allows: network, PID and mount namespaces, a root made for the child, every capability dropped | network and abstract Unix sockets, processes that escape the group (setsid), every file but the interpreter and its standard library (other checkouts, socket files, /run/lock), the host's processes in /proc, undoing a mount |
 
 Where namespaces are unavailable the sandbox still runs, and `isolation()` says which layers are
-active, so a learner's machine reports honestly what it enforces. For stronger isolation (the
-post's advice) run the verifier in a dedicated sandbox service or container.
+missing, in one sentence (`Isolation.summary()`, also logged once as a warning): a learner's
+machine reports honestly what it enforces. What holds everywhere is the design above: the
+expected values are never sent to the child, so no amount of reading the harness passes a test.
+What does not hold without the jail is the rest of the filesystem: a world-readable copy of the
+tasks elsewhere on the machine can be read. For stronger isolation (the post's advice) run the
+verifier in a dedicated sandbox service or container.
 """
 
 from __future__ import annotations
