@@ -27,6 +27,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import sandbox_watch
 from coding_agent import sandbox
 from coding_agent.sandbox import Raises, TestCase
 
@@ -38,7 +39,6 @@ SLACK = 6.0
 ADD = (TestCase((1, 2), 3), TestCase((2, 2), 4), TestCase((-5, 5), 0), TestCase(("a", 1), Raises("TypeError")))
 GOOD = "def add(a, b):\n    return a + b\n"
 LAYERS = sandbox.isolation()
-HARNESS_MARK = "payload = json.loads(sys.stdin.read())"
 
 
 def judge(code: str, cases=ADD, entry: str = "add", limits: sandbox.Limits = LIMITS) -> sandbox.Verdict:
@@ -46,24 +46,9 @@ def judge(code: str, cases=ADD, entry: str = "add", limits: sandbox.Limits = LIM
     return sandbox.run_tests(textwrap.dedent(code), entry, cases, limits)
 
 
-def harness_processes() -> list[int]:
-    """Pids of sandbox harness processes still alive (their command line carries the harness)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if HARNESS_MARK.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
-def wait_until_gone(seconds: float = 5.0) -> list[int]:
-    deadline = time.monotonic() + seconds
-    while harness_processes() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return harness_processes()
+@pytest.fixture(autouse=True)
+def watch_our_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    sandbox_watch.record_uids(monkeypatch)
 
 
 @pytest.fixture(autouse=True)
@@ -228,7 +213,7 @@ def test_endless_programs_are_stopped(code: str) -> None:
     verdict = judge(code)
     assert verdict.status in (sandbox.TIMEOUT, sandbox.NO_RESULT) and verdict.correctness == 0.0
     assert time.monotonic() - started < LIMITS.wall_seconds + SLACK
-    assert wait_until_gone() == []
+    assert sandbox_watch.wait_until_gone() == []
 
 
 # ------------------------------------------------------------------------------ resources
@@ -244,7 +229,7 @@ def test_fork_bomb_is_contained_and_leaves_no_process() -> None:
     """)
     assert verdict.correctness == 0.0
     assert time.monotonic() - started < LIMITS.wall_seconds + SLACK
-    assert wait_until_gone() == [], "fork-bomb processes survived the group kill"
+    assert sandbox_watch.wait_until_gone() == [], "fork-bomb processes survived the group kill"
 
 
 @pytest.mark.skipif(
@@ -260,7 +245,7 @@ def test_a_process_that_leaves_the_group_dies_with_the_namespace() -> None:
             return a + b
     """)
     assert verdict.status == sandbox.OK and verdict.correctness == 1.0
-    assert wait_until_gone() == []
+    assert sandbox_watch.wait_until_gone() == []
 
 
 @pytest.mark.parametrize(
@@ -567,7 +552,7 @@ def test_a_fork_bomb_does_not_starve_a_sandbox_running_beside_it() -> None:
         beside = pool.submit(sandbox._judge, GOOD, "add", ADD, LIMITS).result()
         bombing.result()
     assert beside.status == sandbox.OK and beside.correctness == 1.0
-    assert wait_until_gone() == []
+    assert sandbox_watch.wait_until_gone() == []
 
 
 def test_the_process_budget_comes_on_top_of_what_a_shared_uid_already_runs() -> None:

@@ -19,6 +19,7 @@ the layer's name, so the suite says what this machine does not enforce instead o
 | connect to a world-writable Unix socket file | 5 | private_root |
 | connect to an abstract Unix socket | 5 | network_namespace |
 | list the host's processes and read their command lines | 6 | private_proc |
+| leave a SysV shared-memory segment behind (found in review) | — | the jail's IPC namespace (comes with private_root) |
 | earlier: fork bomb, memory bomb, output flood | — | rlimits, output cap |
 | earlier: forged frame with the stolen nonce, NaN and Infinity in a frame | — | the judge only |
 | earlier: a double-fork `setsid` grandchild | — | pid_namespace |
@@ -39,7 +40,6 @@ import signal
 import socket
 import subprocess
 import textwrap
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,13 +47,13 @@ from pathlib import Path
 
 import pytest
 
+import sandbox_watch
 from coding_agent import byoo, sandbox, tasks
 
 LAYERS = sandbox.isolation()
 TASK = tasks.get("price_00")
 ENTRY = TASK.entry_point
 REPO = Path(sandbox.__file__).resolve().parents[2]
-HARNESS_MARK = b"payload = json.loads(sys.stdin.read())"
 # Places a run could leave files in if its private mounts were undone or missing.
 SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")
 CANARY = "mtrl-decoy-canary-" + uuid.uuid4().hex
@@ -232,6 +232,14 @@ def ENTRY(*args):
     return seen
 """
 
+SYSV_SHM = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+SEGMENT = libc.shmget(KEY, 1 << 20, 0o1000 | 0o666)  # IPC_CREAT, readable and writable by anyone
+def ENTRY(*args):
+    return SEGMENT
+"""
+
 FORK_BOMB = """
 import os
 while True:
@@ -296,6 +304,7 @@ class Attack:
     name: str
     source: str
     needs: tuple[str, ...] = ()
+    needs_any: tuple[str, ...] = ()  # stopped by any one of these
     spot: bool = False  # needs a world-writable folder the old sandbox did not hide
 
 
@@ -310,27 +319,24 @@ ATTACKS = [
     Attack("unix-socket-file", UNIX_SOCKET, ("private_root",), spot=True),
     Attack("abstract-unix-socket", UNIX_SOCKET, ("network_namespace",)),
     Attack("host-proc", HOST_PROC, ("private_proc",)),
+    Attack("sysv-shm-left-behind", SYSV_SHM, ("private_root",)),
     Attack("fork-bomb", FORK_BOMB),
     Attack("memory-bomb", MEMORY_BOMB),
     Attack("output-flood", OUTPUT_FLOOD),
     Attack("stolen-nonce", STOLEN_NONCE),
     Attack("nan-frame", NAN_FRAME),
     Attack("setsid-grandchild", SETSID, ("pid_namespace",)),
-    Attack("kill-the-parent", KILL_PARENT),
+    Attack("kill-the-parent", KILL_PARENT, needs_any=("drops_privileges", "pid_namespace")),
     Attack("tcp-loopback", TCP, ("network_namespace",)),
 ]
 
 
-def harness_processes() -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if HARNESS_MARK in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
+def shared_memory_with(key: int) -> list[str]:
+    """Lines of the host's SysV shared-memory table with this key (a random key: nobody else's)."""
+    table = Path("/proc/sysvipc/shm")
+    if not table.exists():
+        return []
+    return [line for line in table.read_text().splitlines()[1:] if line.split() and line.split()[0] == str(key)]
 
 
 def left_on_disk(token: str) -> list[str]:
@@ -340,14 +346,18 @@ def left_on_disk(token: str) -> list[str]:
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
 def test_every_attack_ends_in_a_verdict_with_nothing_passed_left_or_read(
-    attack: Attack, decoy: Path | None, tmp_path: Path
+    attack: Attack, decoy: Path | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    sandbox_watch.record_uids(monkeypatch)
     missing = [layer for layer in attack.needs if not getattr(LAYERS, layer)]
+    if attack.needs_any and not any(getattr(LAYERS, layer) for layer in attack.needs_any):
+        missing = [" or ".join(attack.needs_any)]
     if missing:
         pytest.skip(f"layer missing on this machine: {', '.join(missing)} ({LAYERS.reason or 'see isolation()'})")
     if attack.spot and decoy is None:
         pytest.skip("no world-writable /run/lock or /var/lock to place the decoy in")
     token = "mtrl-attack-" + uuid.uuid4().hex
+    key = 1 + uuid.uuid4().int % (2**31 - 2)
     decoy_sleeper = subprocess.Popen(["sleep", "31.4159"])  # a host process whose command line must stay unseen
     server: socket.socket | None = None
     listener_path: Path | None = None
@@ -355,6 +365,7 @@ def test_every_attack_ends_in_a_verdict_with_nothing_passed_left_or_read(
         values = {
             "ENTRY": ENTRY,
             "TOKEN": token,
+            "KEY": str(key),
             "TASK": repr(TASK.id),
             "COUNT": str(len(TASK.tests)),
             "PARENT": str(os.getpid()),
@@ -388,6 +399,11 @@ def test_every_attack_ends_in_a_verdict_with_nothing_passed_left_or_read(
         report = byoo.score_conversation(TASK, [turn], max_turns=5, sample_id=token)
         metrics = {m["name"]: m["value"] for m in report["metrics_list"]}
         verdict = sandbox.run_tests(byoo.split_turn(turn).text, ENTRY, TASK.tests)  # the same run, from the cache
+        # One line per attack for the closing note's table (shown with `pytest -s`).
+        needs = list(attack.needs) + ([" or ".join(attack.needs_any)] if attack.needs_any else [])
+        row = {"attack": attack.name, "needs": needs, "status": verdict.status}
+        row.update(passed=f"{verdict.passed}/{verdict.total}", seconds=round(verdict.seconds, 2))
+        print("ATTACK " + json.dumps({**row, "detail": verdict.detail[:90]}))
         assert verdict.cached and verdict.status in sandbox.STATUSES
         assert metrics["correctness"] == 0.0 and verdict.passed == 0, (verdict.status, verdict.outputs)
 
@@ -398,11 +414,9 @@ def test_every_attack_ends_in_a_verdict_with_nothing_passed_left_or_read(
         if server is not None:
             with pytest.raises(OSError):  # socket.timeout is an OSError: nothing connected
                 server.accept()
-        deadline = time.monotonic() + 5
-        while harness_processes() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert harness_processes() == [], "a sandboxed process outlived its verdict"
+        assert sandbox_watch.wait_until_gone() == [], "a sandboxed process outlived its verdict"
         assert left_on_disk(token) == [], "the attack left files on the host"
+        assert shared_memory_with(key) == [], "the attack left a shared-memory segment on the host"
         assert decoy_sleeper.poll() is None, "the attack killed a process of the parent"
     finally:
         decoy_sleeper.send_signal(signal.SIGKILL)
@@ -413,6 +427,8 @@ def test_every_attack_ends_in_a_verdict_with_nothing_passed_left_or_read(
             listener_path.unlink(missing_ok=True)
         for leftover in left_on_disk(token):
             Path(leftover).unlink(missing_ok=True)
+        if shared_memory_with(key):
+            subprocess.run(["ipcrm", "-M", str(key)], check=False, capture_output=True)
 
 
 @pytest.mark.skipif(not LAYERS.locked_mounts, reason="layer missing on this machine: locked_mounts")

@@ -10,9 +10,10 @@ it, and nothing of the host's root remains in its mount namespace:
 |---|---|
 | the interpreter, the shared libraries it and its extension modules load, its standard library, `/dev/null`, `/dev/zero`, `/dev/random`, `/dev/urandom` | read-only bind mounts at their host paths, in a tmpfs root that is itself read-only |
 | `/tmp` (also its home and working directory) | a private tmpfs of `SCRATCH_SIZE`, gone with the namespace |
-| `/proc` | a fresh proc of the child's own PID namespace: two processes |
+| `/proc` | a fresh proc of the child's own PID namespace: two processes (empty where the kernel refuses a new proc) |
 | nothing else: no project file, no home, no other checkout, no `/run`, `/var`, `/dev/shm` | `pivot_root` into the new root, then the old root is detached |
 | no network, no abstract Unix sockets (they belong to a network namespace) | a fresh network namespace |
+| no SysV shared memory, semaphores or queues of the host, and none left behind | a fresh IPC namespace |
 
 Every mount is locked: before the program runs, the launcher drops every capability (the
 bounding set, then effective, permitted, inheritable and ambient) and sets `no_new_privs`, so
@@ -55,7 +56,7 @@ class Unavailable(RuntimeError):
     """This machine cannot build the child's root (the reason is the message)."""
 
 
-# Runs as `python -I -S -c LAUNCHER PLAN PROGRAM` inside `unshare -r --net --pid --mount --fork`,
+# Runs as `python -I -S -c LAUNCHER PLAN PROGRAM` inside `unshare -r --net --pid --ipc --uts --mount --fork`,
 # as PID 1 and root of the new user namespace. Stdlib only; nothing here reads stdin (the
 # program's payload is there).
 LAUNCHER = r"""
@@ -105,7 +106,9 @@ for op in plan["ops"]:
     keep = os.statvfs(path).f_flag & (NOSUID | NODEV | NOEXEC | ATIME)
     mount(None, target, None, REMOUNT | BIND | RDONLY | NOSUID | NODEV | keep)
 os.mkdir(new + "/proc")
-mount("proc", new + "/proc", "proc", NOSUID | NODEV | NOEXEC)
+# A proc of this PID namespace. Where the kernel refuses it (a container that masks parts of its
+# own /proc), the child gets an empty /proc: it still sees none of the host's processes.
+libc.mount(b"proc", (new + "/proc").encode(), b"proc", NOSUID | NODEV | NOEXEC, None)
 os.mkdir(new + "/tmp")
 mount("sandbox-scratch", new + "/tmp", "tmpfs", NOSUID | NODEV, "size=%s,mode=1777" % plan["scratch_size"])
 mount(None, new, None, REMOUNT | BIND | RDONLY | NOSUID | NODEV)
@@ -151,7 +154,7 @@ def command(interpreter: str, program: str) -> list[str]:
         "scratch_size": SCRATCH_SIZE,
         "setup_failed": SETUP_FAILED,
     }
-    namespaces = ["unshare", "-r", "--net", "--pid", "--fork", "--kill-child", "--mount", "--"]
+    namespaces = ["unshare", "-r", "--net", "--pid", "--ipc", "--uts", "--fork", "--kill-child", "--mount", "--"]
     return [*namespaces, interpreter, "-I", "-S", "-c", LAUNCHER, json.dumps(plan), program]
 
 

@@ -269,7 +269,7 @@ class Isolation:
                 "active": self.private_root,
             },
             {"layer": "mounts locked (every capability dropped: umount fails)", "active": self.locked_mounts},
-            {"layer": "private /proc (the sandbox's own processes only)", "active": self.private_proc},
+            {"layer": "the host's processes unseen (a /proc of its own, or none)", "active": self.private_proc},
             {"layer": "rlimits, scrubbed env, wall-clock group kill, output cap", "active": True},
         ]
 
@@ -348,7 +348,7 @@ facts["net"] = s.connect_ex(("127.0.0.1", 9)) != 0
 facts["pid"] = os.getppid() == 1
 facts["root"] = not os.path.exists(HOST_FILE) and not os.path.exists(HOST_DIR)
 facts["locked"] = ctypes.CDLL(None, use_errno=True).umount2(b"/tmp", 2) != 0
-facts["proc"] = os.path.isdir("/proc/self") and len([p for p in os.listdir("/proc") if p.isdigit()]) <= 3
+facts["proc"] = not os.path.isdir("/proc") or len([p for p in os.listdir("/proc") if p.isdigit()]) <= 3
 print("PROBE" + json.dumps(facts))
 """
 
