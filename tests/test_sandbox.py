@@ -9,18 +9,21 @@ instead of pretending.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import textwrap
 import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -295,6 +298,9 @@ def test_the_environment_is_scrubbed(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "AWS_" not in seen and "testing" not in seen  # conftest's fake credentials stay with the parent
 
 
+@pytest.mark.skipif(
+    not (LAYERS.private_root or LAYERS.fenced), reason="layer missing on this machine: neither the jail nor a fence"
+)
 def test_the_hidden_tests_cannot_be_read() -> None:
     source = Path(sandbox.__file__).with_name("tasks.py")
     verdict = judge(f"def add(a, b):\n    return open({str(source)!r}).read()[:60]\n", (TestCase((1, 2), "x"),))
@@ -313,6 +319,9 @@ def test_a_private_file_of_the_parent_cannot_be_read(tmp_path: Path) -> None:
     assert "top secret" not in json.dumps(verdict.outputs)
 
 
+@pytest.mark.skipif(
+    not (LAYERS.private_root or LAYERS.fenced), reason="layer missing on this machine: neither the jail nor a fence"
+)
 def test_writes_outside_the_sandbox_do_not_land(tmp_path: Path) -> None:
     targets = [
         tmp_path / "pwned.txt",
@@ -398,6 +407,75 @@ def test_signals_cannot_reach_the_parent_or_its_processes() -> None:
     finally:
         decoy.send_signal(signal.SIGKILL)
         decoy.wait()
+
+
+# ------------------------------------------------------------------------------ without the jail
+def landlock_abi() -> int:
+    if not sys.platform.startswith("linux"):
+        return 0
+    return int(ctypes.CDLL(None, use_errno=True).syscall(444, None, 0, 1))  # LANDLOCK_CREATE_RULESET_VERSION
+
+
+@pytest.mark.skipif(landlock_abi() < 6, reason="no Landlock ABI 6 (Linux 6.12+): the fence would not cover TCP")
+def test_without_the_jail_the_landlock_fence_keeps_files_tcp_and_signals_out(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A machine that forbids user namespaces: no jail, but the harness fences itself in.
+    fence_only = replace(
+        LAYERS,
+        network_namespace=False,
+        pid_namespace=False,
+        private_root=False,
+        locked_mounts=False,
+        private_proc=False,
+        fenced=True,
+    )
+    monkeypatch.setattr(sandbox, "isolation", lambda: fence_only)
+    assert not sandbox._jailed(fence_only) and "still reaches no file" in fence_only.summary()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("top secret")
+    tmp_path.chmod(0o755)
+    outside.chmod(0o644)  # world-readable: only the fence stands in the way
+    target = Path(tempfile.gettempdir()) / f"mtrl-escape-{uuid.uuid4().hex}"
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        server.settimeout(0.2)
+        code = f"""
+import os, socket
+def attempt(action):
+    try:
+        return action()
+    except OSError as exc:
+        return type(exc).__name__
+RESULTS = [
+    attempt(lambda: open({str(Path(sandbox.__file__).with_name("tasks.py"))!r}).read(20)),
+    attempt(lambda: open({str(outside)!r}).read()),
+    attempt(lambda: open({str(target)!r}, "w").write("x")),
+    attempt(lambda: open("scratch.txt", "w").write("ok")),
+    attempt(lambda: socket.create_connection(("127.0.0.1", {server.getsockname()[1]}), timeout=1) and "connected"),
+    attempt(lambda: os.kill({os.getpid()}, 0) or "signalled"),
+]
+def add(a, b):
+    return RESULTS
+"""
+        verdict = judge(code, (TestCase((1, 2), "x"),))
+        with pytest.raises(OSError):
+            server.accept()
+    try:
+        results = [item[1] for item in verdict.outputs[0][1]]
+        assert results == [
+            "PermissionError",
+            "PermissionError",
+            "PermissionError",
+            2,
+            "PermissionError",
+            "PermissionError",
+        ], results
+        assert not target.exists()
+        assert judge(GOOD).correctness == 1.0  # and honest code still runs
+    finally:
+        target.unlink(missing_ok=True)
 
 
 # ------------------------------------------------------------------------------ encoding
@@ -527,7 +605,7 @@ def test_bad_arguments_name_what_was_wrong() -> None:
 
 def test_isolation_is_reported() -> None:
     rows = LAYERS.rows()
-    assert rows[-1]["active"] is True and len(rows) == 7
+    assert rows[-1]["active"] is True and len(rows) == 8
     assert LAYERS.missing() == [row["layer"] for row in rows if not row["active"]]
     assert ("every sandbox layer is active" in LAYERS.summary()) == (not LAYERS.missing())
     if os.geteuid() == 0:

@@ -9,13 +9,13 @@ the layer's name, so the suite says what this machine does not enforce instead o
 
 | attack | finding | needs |
 |---|---|---|
-| import the tasks from another checkout | 1 | private_root |
-| list the host's root | 1 | private_root |
+| import the tasks from another checkout | 1 | private_root or fenced (Landlock, without the jail) |
+| list the host's root | 1 | private_root or fenced |
 | umount the private /tmp, /var/tmp, /dev/shm and write beneath | 2 | locked_mounts, private_root |
 | umount again from a nested user namespace | 2 | private_root (the kernel locks copied mounts) |
 | return 10**5000 with the digit limit off | 3 | the judge only |
 | a forged frame of 5,000 nested brackets | 3 | the judge only |
-| files in /run/lock and /var/lock | 4 | private_root |
+| files in /run/lock and /var/lock | 4 | private_root or fenced |
 | connect to a world-writable Unix socket file | 5 | private_root |
 | connect to an abstract Unix socket | 5 | network_namespace |
 | list the host's processes and read their command lines | 6 | private_proc |
@@ -309,13 +309,13 @@ class Attack:
 
 
 ATTACKS = [
-    Attack("other-checkout", STEAL, ("private_root",), spot=True),
-    Attack("list-host-root", LIST_ROOT, ("private_root",)),
+    Attack("other-checkout", STEAL, needs_any=("private_root", "fenced"), spot=True),
+    Attack("list-host-root", LIST_ROOT, needs_any=("private_root", "fenced")),
     Attack("umount-private-tmp", UMOUNT, ("locked_mounts", "private_root")),
     Attack("umount-from-nested-userns", NESTED_UMOUNT, ("private_root",)),
     Attack("huge-int", HUGE_INT),
     Attack("deep-frame", DEEP_FRAME),
-    Attack("run-lock-files", RUN_LOCK, ("private_root",)),
+    Attack("run-lock-files", RUN_LOCK, needs_any=("private_root", "fenced")),
     Attack("unix-socket-file", UNIX_SOCKET, ("private_root",), spot=True),
     Attack("abstract-unix-socket", UNIX_SOCKET, ("network_namespace",)),
     Attack("host-proc", HOST_PROC, ("private_proc",)),

@@ -56,10 +56,22 @@ class Unavailable(RuntimeError):
     """This machine cannot build the child's root (the reason is the message)."""
 
 
+# How both launchers hand over: the program gets __main__ as a plain `python -c` would give it,
+# without the launcher's names.
+_RUN = """
+def run(program):
+    del sys.argv[1:]
+    main = sys.modules["__main__"].__dict__
+    for key in [k for k in main if not k.startswith("__")]:
+        del main[key]
+    exec(compile(program, "<string>", "exec"), main)
+"""
+
 # Runs as `python -I -S -c LAUNCHER PLAN PROGRAM` inside `unshare -r --net --pid --ipc --uts --mount --fork`,
 # as PID 1 and root of the new user namespace. Stdlib only; nothing here reads stdin (the
 # program's payload is there).
-LAUNCHER = r"""
+LAUNCHER = (
+    r"""
 import ctypes, json, os, sys
 plan = json.loads(sys.argv[1])
 libc = ctypes.CDLL(None, use_errno=True)
@@ -126,14 +138,9 @@ if libc.capset((ctypes.c_uint32 * 2)(0x20080522, 0), (ctypes.c_uint32 * 6)()) !=
     fail("capset")
 if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
     fail("no_new_privs")
-def run(program):
-    # The program gets __main__ as a plain `python -c` would give it, without the launcher's names.
-    del sys.argv[1:]
-    main = sys.modules["__main__"].__dict__
-    for key in [k for k in main if not k.startswith("__")]:
-        del main[key]
-    exec(compile(program, "<string>", "exec"), main)
-
+"""
+    + _RUN
+    + """
 child = os.fork()
 if child == 0:
     os.chdir("/tmp")
@@ -144,6 +151,65 @@ else:
         if pid == child:
             os._exit(os.waitstatus_to_exitcode(status) % 256)
 """
+)
+
+
+# Where the jail cannot be built (no user namespaces: some distributions and containers forbid
+# them), the harness can still fence itself in with Landlock (Linux 5.13+, no privilege needed):
+# it runs as `python -I -S -c FENCE PLAN PROGRAM`, allows reading only the interpreter, its
+# libraries and standard library, reading and writing only its working folder, and from ABI 4 no
+# TCP, from ABI 6 no abstract Unix sockets and no signals outside itself; then it runs the
+# program. What Landlock does not cover: UDP, connecting to a Unix socket file, the host's /proc
+# by path of its own processes (denied as files, but still listed by the kernel), SysV IPC.
+FENCE = (
+    r"""
+import ctypes, json, os, sys
+plan = json.loads(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+
+def fail(step):
+    err = ctypes.get_errno()
+    os.write(2, ("sandbox: landlock %s: %s\n" % (step, os.strerror(err) if err else "failed")).encode())
+    os._exit(plan["setup_failed"])
+
+abi = libc.syscall(444, None, 0, 1)  # landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+if abi < 1:
+    fail("unavailable")
+fs = (1 << 13) - 1 | (1 << 13 if abi >= 2 else 0) | (1 << 14 if abi >= 3 else 0) | (1 << 15 if abi >= 5 else 0)
+attr = (ctypes.c_uint64 * 3)(fs, 3 if abi >= 4 else 0, 3 if abi >= 6 else 0)
+ruleset = libc.syscall(444, attr, 8 if abi < 4 else 16 if abi < 6 else 24, 0)
+if ruleset < 0:
+    fail("create_ruleset")
+
+class Beneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+FILE_RIGHTS = 1 | 2 | 4 | (1 << 14) | (1 << 15)  # execute, write, read, truncate, ioctl on devices
+
+def allow(path, rights):
+    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    rights &= fs if os.path.isdir(path) else fs & FILE_RIGHTS
+    if libc.syscall(445, ruleset, 1, ctypes.byref(Beneath(rights, fd)), 0) != 0:
+        fail("allow " + path)
+    os.close(fd)
+
+for path in plan["read"]:
+    allow(path, 1 | 4 | 8)  # execute, read files, read directories
+for path in plan["devices"]:
+    allow(path, 2 | 4)
+allow(plan["workdir"], fs)
+if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS, which landlock_restrict_self requires
+    fail("no_new_privs")
+if libc.syscall(446, ruleset, 0) != 0:
+    fail("restrict_self")
+os.close(ruleset)
+"""
+    + _RUN
+    + """
+run(sys.argv[-1])
+"""
+)
 
 
 def command(interpreter: str, program: str) -> list[str]:
@@ -156,6 +222,18 @@ def command(interpreter: str, program: str) -> list[str]:
     }
     namespaces = ["unshare", "-r", "--net", "--pid", "--ipc", "--uts", "--fork", "--kill-child", "--mount", "--"]
     return [*namespaces, interpreter, "-I", "-S", "-c", LAUNCHER, json.dumps(plan), program]
+
+
+def fence_command(interpreter: str, workdir: str, program: str) -> list[str]:
+    """The argv that runs `program` under `interpreter` fenced in by Landlock (no namespaces needed)."""
+    binds = [op[1] for op in root_plan(interpreter) if op[0] == "bind"]
+    plan = {
+        "read": [p for p in [*binds, "/etc/ld.so.cache"] if p not in DEVICES and os.path.exists(p)],
+        "devices": [p for p in DEVICES if os.path.exists(p)],
+        "workdir": workdir,
+        "setup_failed": SETUP_FAILED,
+    }
+    return [interpreter, "-I", "-S", "-c", FENCE, json.dumps(plan), program]
 
 
 def _pivot_root_number() -> int:

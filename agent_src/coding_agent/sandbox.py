@@ -24,15 +24,17 @@ tests/test_sandbox_attacks.py (which names the layers each attack needs):
 | output cap (the parent stops reading and kills) | megabytes printed |
 | a bounded reader of the result (frame depth, integer digits; anything else it meets is a verdict) | frames that would crash the judge: 5,000 nested brackets, a 5,000-digit integer |
 | as root: the child runs as an unprivileged uid of its own | signals to the parent, reads of root-only files, RLIMIT_NPROC (root ignores it) |
+| without the jail, a Landlock fence (`jail.FENCE`, Linux 5.13+, no privilege needed) | every file but the interpreter's, its standard library's and the working folder; TCP (Landlock ABI 4+), abstract Unix sockets and signals to other processes (ABI 6+) |
 | the jail (`coding_agent.jail`) where the machine allows: network, PID and mount namespaces, a root made for the child, every capability dropped | network and abstract Unix sockets, processes that escape the group (setsid), every file but the interpreter and its standard library (other checkouts, socket files, /run/lock), the host's processes in /proc, undoing a mount |
 
 Where namespaces are unavailable the sandbox still runs, and `isolation()` says which layers are
 missing, in one sentence (`Isolation.summary()`, also logged once as a warning): a learner's
 machine reports honestly what it enforces. What holds everywhere is the design above: the
 expected values are never sent to the child, so no amount of reading the harness passes a test.
-What does not hold without the jail is the rest of the filesystem: a world-readable copy of the
-tasks elsewhere on the machine can be read. For stronger isolation (the post's advice) run the
-verifier in a dedicated sandbox service or container.
+Without the jail, the Landlock fence still keeps every other file out of reach (another
+checkout's tasks included); without either (an old kernel, or not Linux), a world-readable copy
+of the tasks elsewhere on the machine can be read, and the summary says so. For stronger
+isolation (the post's advice) run the verifier in a dedicated sandbox service or container.
 """
 
 from __future__ import annotations
@@ -257,6 +259,7 @@ class Isolation:
     locked_mounts: bool
     private_proc: bool
     interpreter: str
+    fenced: bool = False  # without the jail: a Landlock fence keeps every other file out of reach
     reason: str = ""  # why the namespace layers are missing, in the wrapper's own words
 
     def rows(self) -> list[dict[str, Any]]:
@@ -264,6 +267,10 @@ class Isolation:
             {"layer": "child runs as an unprivileged uid of its own (root parent)", "active": self.drops_privileges},
             {"layer": "no network, no abstract Unix sockets (network namespace)", "active": self.network_namespace},
             {"layer": "PID namespace (escaped processes die with it)", "active": self.pid_namespace},
+            {
+                "layer": "files: only the interpreter, its stdlib and the child's scratch (jail, or Landlock without it)",
+                "active": self.private_root or self.fenced,
+            },
             {
                 "layer": "a root made for the child: interpreter and stdlib read-only, private /tmp, nothing else",
                 "active": self.private_root,
@@ -283,11 +290,14 @@ class Isolation:
         if not missing:
             return "every sandbox layer is active"
         why = f" ({self.reason})" if self.reason else ""
-        return (
-            f"sandbox layers missing on this machine{why}: {'; '.join(missing)}. Submitted code can read every "
-            "file this user can read, so the reward is only safe from a policy that does not look; the expected "
-            "values are never sent to the child, but a world-readable copy of the tasks can be found"
-        )
+        if self.private_root or self.fenced:
+            files = "submitted code still reaches no file but the interpreter's, its standard library's and its scratch"
+        else:
+            files = (
+                "submitted code can read every file this user can read: the expected values are never sent to it, "
+                "but a world-readable copy of the tasks (another checkout) can be found and imported"
+            )
+        return f"sandbox layers missing on this machine{why}: {'; '.join(missing)}. {files}"
 
 
 # --- environment of the child ---------------------------------------------------------------------
@@ -353,37 +363,45 @@ print("PROBE" + json.dumps(facts))
 """
 
 
+FENCE_PROBE = r"""
+import json
+facts = {}
+try:
+    open(HOST_FILE).read(1)
+    facts["fenced"] = False
+except PermissionError:
+    facts["fenced"] = True
+except OSError:
+    facts["fenced"] = False
+open("probe", "w").write("its scratch is writable")
+print("PROBE" + json.dumps(facts))
+"""
+
+
 @cache
 def isolation() -> Isolation:
     """Probe once which layers work here, from inside a child started exactly as a real run is."""
     unprivileged_child = hasattr(os, "geteuid") and os.geteuid() == 0
     interpreter = _interpreter(unprivileged_child)
+    here = Path(__file__).resolve()
     facts: dict[str, bool] = {}
     reason = ""
-    if not (shutil.which("unshare") and sys.platform.startswith("linux")):
-        reason = "no unshare (util-linux) on this machine" if sys.platform.startswith("linux") else "not Linux"
+    if not sys.platform.startswith("linux"):
+        reason = "not Linux"
+    elif not shutil.which("unshare"):
+        reason = "no unshare (util-linux) on this machine"
     else:
-        here = Path(__file__).resolve()
         probe = PROBE.replace("HOST_FILE", repr(str(here))).replace("HOST_DIR", repr(str(here.parent)))
-        prefix, spawn = _spawn(DEFAULT_LIMITS, _sandbox_uid() if unprivileged_child else None)
+        facts, reason = _probe(lambda: jail.command(interpreter, probe), None, unprivileged_child)
+    if sys.platform.startswith("linux") and not _jailed_by(facts):
+        workdir = tempfile.mkdtemp(prefix="mtrl-sandbox-probe-", dir=SCRATCH_PARENT)
         try:
-            done = subprocess.run(
-                [*prefix, *jail.command(interpreter, probe)],
-                check=False,
-                capture_output=True,
-                text=True,
-                timeout=30,
-                cwd="/",
-                env=scrubbed_env("/tmp"),
-                **spawn,
-            )
-            lines = [line for line in done.stdout.splitlines() if line.startswith("PROBE")]
-            if lines:
-                facts = json.loads(lines[-1][len("PROBE") :])
-            else:
-                reason = (done.stderr.strip() or done.stdout.strip() or f"exit status {done.returncode}")[-200:]
-        except (jail.Unavailable, OSError, subprocess.SubprocessError, ValueError) as error:
-            reason = str(error)[:200]
+            probe = FENCE_PROBE.replace("HOST_FILE", repr(str(here)))
+            fence, why = _probe(lambda: jail.fence_command(interpreter, workdir, probe), workdir, unprivileged_child)
+            facts["fenced"] = bool(fence.get("fenced"))
+            reason = "; ".join(r for r in (reason, why and f"no Landlock fence either: {why}") if r)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
     layers = Isolation(
         drops_privileges=unprivileged_child,
         network_namespace=bool(facts.get("net")),
@@ -392,11 +410,44 @@ def isolation() -> Isolation:
         locked_mounts=bool(facts.get("locked")),
         private_proc=bool(facts.get("proc")),
         interpreter=interpreter,
+        fenced=bool(facts.get("fenced")),
         reason=reason,
     )
     if layers.missing():
         logging.getLogger(__name__).warning("%s", layers.summary())
     return layers
+
+
+def _probe(command, workdir: str | None, unprivileged_child: bool) -> tuple[dict[str, bool], str]:
+    """(facts the probe printed, "") or ({}, why it printed none), for one probe command."""
+    uid = _sandbox_uid() if unprivileged_child else None
+    prefix, spawn = _spawn(DEFAULT_LIMITS, uid)  # the same limits and uid switch as a real run
+    try:
+        if workdir is not None and uid is not None:
+            os.chown(workdir, uid, uid)
+        done = subprocess.run(
+            [*prefix, *command()],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd=workdir or "/",
+            env=scrubbed_env(workdir or "/tmp"),
+            **spawn,
+        )
+    except (jail.Unavailable, OSError, subprocess.SubprocessError) as error:
+        return {}, str(error)[:200]
+    lines = [line for line in done.stdout.splitlines() if line.startswith("PROBE")]
+    if not lines:
+        return {}, (done.stderr.strip() or done.stdout.strip() or f"exit status {done.returncode}")[-200:]
+    try:
+        return json.loads(lines[-1][len("PROBE") :]), ""
+    except ValueError as error:
+        return {}, str(error)[:200]
+
+
+def _jailed_by(facts: dict[str, bool]) -> bool:
+    return all(facts.get(name) for name in ("root", "locked", "net", "pid"))
 
 
 def _jailed(layers: Isolation) -> bool:
@@ -686,7 +737,11 @@ def _execute(payload: str, limits: Limits) -> tuple[str, bytes, int | None]:
         else:
             if uid is not None:
                 os.chown(workdir, uid, uid)
-            command = [layers.interpreter, "-I", "-S", "-c", HARNESS]
+            command = (
+                jail.fence_command(layers.interpreter, workdir, HARNESS)
+                if layers.fenced
+                else [layers.interpreter, "-I", "-S", "-c", HARNESS]
+            )
         prefix, spawn = _spawn(limits, uid)
         proc = subprocess.Popen(
             [*prefix, *command],
