@@ -159,8 +159,9 @@ else:
 # it runs as `python -I -S -c FENCE PLAN PROGRAM`, allows reading only the interpreter, its
 # libraries and standard library, reading and writing only its working folder, and from ABI 4 no
 # TCP, from ABI 6 no abstract Unix sockets and no signals outside itself; then it runs the
-# program. What Landlock does not cover: UDP, connecting to a Unix socket file, the host's /proc
-# by path of its own processes (denied as files, but still listed by the kernel), SysV IPC.
+# program. /proc has no rule, so the host's processes cannot be listed or read either. What
+# Landlock does not cover: UDP (measured: a datagram to 127.0.0.1 is sent), connecting to a Unix
+# socket file, SysV IPC.
 FENCE = (
     r"""
 import ctypes, json, os, sys
