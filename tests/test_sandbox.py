@@ -647,3 +647,33 @@ def test_a_broken_sandbox_is_its_own_status_and_is_not_cached(monkeypatch: pytes
     again = sandbox.run_tests(GOOD, "add", ADD, LIMITS)
     assert first.status == again.status == sandbox.SANDBOX_ERROR and not again.cached
     assert "could not start" in first.detail
+
+
+# ------------------------------------------------------------------------------ the jail's plan
+def test_the_plan_follows_symlinks_to_real_files(tmp_path: Path) -> None:
+    real = tmp_path / "usr" / "lib"
+    real.mkdir(parents=True)
+    (real / "libx.so.1.2").write_text("")
+    (real / "libx.so.1").symlink_to("libx.so.1.2")
+    (tmp_path / "lib").symlink_to("usr/lib")
+    ops: list[list[str]] = []
+    found = sandbox.jail._route(str(tmp_path / "lib" / "libx.so.1"), ops)
+    assert found == str(real / "libx.so.1.2")
+    assert ops == [["link", str(tmp_path / "lib"), "usr/lib"], ["link", str(real / "libx.so.1"), "libx.so.1.2"]]
+
+
+def test_the_plan_reads_ldd_output() -> None:
+    listed = (
+        "/usr/bin/python3.11:\n\tlinux-vdso.so.1 (0x00007ffd)\n\tlibm.so.6 => /lib/x86_64-linux-gnu/libm.so.6 (0x7f)\n"
+        "\t/lib64/ld-linux-x86-64.so.2 (0x7f)\n\tlibgone.so => not found\n"
+    )
+    found = sandbox.jail._library_paths(listed)
+    assert found <= {"/lib/x86_64-linux-gnu/libm.so.6", "/lib64/ld-linux-x86-64.so.2"}  # only those that exist
+    assert not any("vdso" in p or "gone" in p for p in found)
+
+
+@pytest.mark.skipif(not LAYERS.private_root, reason="layer missing on this machine: private_root")
+def test_the_plan_binds_no_project_file() -> None:
+    binds = [op[1] for op in sandbox.jail.root_plan(LAYERS.interpreter) if op[0] == "bind"]
+    repository = str(Path(sandbox.__file__).resolve().parents[2])
+    assert binds and not [b for b in binds if b.startswith(repository) or repository.startswith(b + "/")]
