@@ -118,6 +118,7 @@ student: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_game.py
 	$(BIN)/python benchmarks/bench_policy.py
+	$(BIN)/python experiments/bench_sandbox.py
 	$(BIN)/python benchmarks/bench_stack.py
 
 words: $(STAMP)

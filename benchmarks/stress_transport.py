@@ -72,11 +72,16 @@ def burst(
     restart_seconds = None
     in_flight_at_restart = None
     if restart_at is not None:
-        # All connected, and the agents busy: at least half have reached the policy.
-        while time.monotonic() - started < invoke_timeout and (
-            runtime.in_flight < restart_at
-            or sum(1 for r in emulator.trajectories(arn) if r.sample_count) < restart_at // 2
-        ):
+        # All connected, and the agents busy: at least half have reached the policy. A rollout
+        # that finishes first ends the wait (in flight can only fall from then on): waiting for a
+        # count that can no longer be reached would restart after the timeout with nothing in flight.
+        def waiting() -> bool:
+            if time.monotonic() - started >= invoke_timeout or outcomes:
+                return False
+            busy = sum(1 for r in emulator.trajectories(arn) if r.sample_count)
+            return runtime.in_flight < restart_at or busy < restart_at // 2
+
+        while waiting():
             time.sleep(0.01)
         in_flight_at_restart = runtime.in_flight
         restart_started = time.monotonic()
@@ -137,9 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--invoke-timeout", type=float, default=120.0)
     args = parser.parse_args(argv)
 
-    from mtrl_course import aws, course, smoke
+    from mtrl_course import aws, smoke
+    from mtrl_course.curriculum import course_run
 
-    course.quiet()
+    course_run.quiet()
     logging.getLogger("wordle_agent").setLevel(logging.ERROR)
     results = []
     with tempfile.TemporaryDirectory(prefix="stress-transport-") as state:
@@ -174,22 +180,36 @@ def main(argv: list[str] | None = None) -> int:
             for item in runtimes:
                 item.close()
             aws.reset_offline(Path(state))
-    bad = [
-        r
-        for r in results
-        if r["failed"]
-        and r["label"] != "restart"
-        or r["lost"]
-        or r["duplicated"]
-        or r["hung"]
-        or r["told_failed_but_reward_recorded"]
-        or r["ok_without_reward"]
-    ]
+    bad = problems(results, restart_expected=bool(args.restart_in_flight))
     print(
         f"\n{len(results)} bursts, {sum(r['rollouts'] for r in results)} rollouts: "
-        f"{'all clean' if not bad else f'{len(bad)} with lost, duplicated, hung or failed rollouts'}"
+        + ("all clean" if not bad else f"{len(bad)} problems:\n  " + "\n  ".join(bad))
     )
     return 1 if bad else 0
+
+
+def problems(results: list[dict], restart_expected: bool = True) -> list[str]:
+    """What is wrong with a run, one line each; empty when every burst is clean.
+
+    A restart burst that cut nothing off measured nothing: it must not pass as clean (it once
+    printed "all clean" with 0 in flight at the restart and 0 cut off).
+    """
+    found = []
+    for r in results:
+        label = r["label"]
+        if r["failed"] and label != "restart":
+            found.append(f"{label}: {sum(r['failed'].values())} failed {r['failed']}")
+        for key in ("lost", "duplicated", "hung", "told_failed_but_reward_recorded", "ok_without_reward"):
+            if r[key]:
+                found.append(f"{label}: {r[key]} {key.replace('_', ' ')}")
+        if label == "restart" and not (r.get("in_flight_at_restart") and r.get("cut_off")):
+            found.append(
+                f"restart: nothing measured ({r.get('in_flight_at_restart')} in flight at the restart, "
+                f"{r.get('cut_off')} cut off)"
+            )
+    if restart_expected and not any(r["label"] == "restart" for r in results):
+        found.append("restart: no restart burst ran")
+    return found
 
 
 if __name__ == "__main__":

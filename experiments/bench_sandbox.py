@@ -35,17 +35,31 @@ def main() -> int:
     counter = iter(range(10**9))
 
     def fresh() -> None:  # a new comment makes a new cache key, so the code really runs
-        sandbox.run_tests(task.reference + f"# {next(counter)}\n", task.entry_point, task.tests)
+        verdict = sandbox.run_tests(task.reference + f"# {next(counter)}\n", task.entry_point, task.tests)
+        assert verdict.correctness == 1.0, verdict
 
     def cached() -> None:
         sandbox.run_tests(task.reference, task.entry_point, task.tests)
 
     cached()
     fresh_s, cached_s = median_seconds(fresh), median_seconds(cached)
-    print("isolation:", ", ".join(row["layer"] for row in layers.rows() if row["active"]))
+    print("sandbox isolation:", layers.summary())
     print(
-        f"fresh submission: median {fresh_s * 1000:.0f} ms; cached: median {cached_s * 1e6:.0f} us; ratio {fresh_s / cached_s:.0f}x"
+        f"sandbox fresh submission: median {fresh_s * 1000:.0f} ms; cached: median {cached_s * 1e6:.0f} us; "
+        f"ratio {fresh_s / cached_s:.0f}x"
     )
+    if sandbox._jailed(layers):
+        # What the jail costs: the same submissions without it (rlimits, uid and group kill only).
+        real = sandbox._jailed
+        sandbox._jailed = lambda layers: False  # type: ignore[assignment]
+        try:
+            plain_s = median_seconds(fresh)
+        finally:
+            sandbox._jailed = real  # type: ignore[assignment]
+        print(
+            f"sandbox without the jail (no namespaces, no root of its own): median {plain_s * 1000:.0f} ms; "
+            f"the jail adds {(fresh_s - plain_s) * 1000:.0f} ms per fresh submission"
+        )
     return 0
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -19,6 +21,18 @@ def test_the_bundle_has_the_layout_the_container_installs(tmp_path: Path) -> Non
     assert f"{forge.ENV_ID}/pyproject.toml" in names and f"{forge.ENV_ID}/{forge.MODULE}/__init__.py" in names
     assert all(f"{forge.ENV_ID}/coding_agent/{n}" in names for n in forge.SHIPPED)
     assert archive.read_bytes() == forge.bundle(tmp_path).read_bytes()  # reproducible bytes
+
+
+def test_the_bundled_package_imports_on_its_own(tmp_path: Path) -> None:
+    # The container installs only the shipped files: a module the shipped ones import but the
+    # bundle leaves out (sandbox.py's jail, once) fails there at the first rollout, not here.
+    archive = forge.bundle(tmp_path / "out")
+    with tarfile.open(archive) as tar:
+        tar.extractall(tmp_path / "unpacked", filter="data")
+    root = tmp_path / "unpacked" / forge.ENV_ID
+    code = f"import sys; sys.path.insert(0, {str(root)!r}); import coding_agent.byoo, {forge.MODULE}"
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-1000:]
 
 
 def test_a_model_conversation_is_scored_like_the_stand_in() -> None:

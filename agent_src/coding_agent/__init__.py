@@ -11,6 +11,7 @@ environment, runnable offline:
 | `tasks` | the programming tasks: brief, hidden details, entry point, hidden tests, reference and "guessed detail" solutions |
 | `simulator` | the user who holds the specification (rule-based offline; a Bedrock model can be plugged in live) |
 | `sandbox` | runs untrusted committed code; the trusted parent judges the outputs against expected values it never sends |
+| `jail` | the child's own root (interpreter and standard library read-only, private /tmp and /proc), namespaces, and mounts it cannot undo |
 | `reward` | the four-component reward, in the bring-your-own-orchestrator output shape |
 | `env` | one conversation: the turns, the commit, the reward |
 | `policy` | the stand-in coder: a small softmax policy over four actions, trained by group-relative policy gradient |

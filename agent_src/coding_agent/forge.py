@@ -46,7 +46,7 @@ __all__ = ["load_environment"]
 '''
 
 # The package files the container needs (the trainer, policy and forge helpers stay behind).
-SHIPPED = ("__init__.py", "tasks.py", "sandbox.py", "simulator.py", "reward.py", "byoo.py")
+SHIPPED = ("__init__.py", "tasks.py", "sandbox.py", "jail.py", "simulator.py", "reward.py", "byoo.py")
 
 
 def bundle(out_dir: Path) -> Path:

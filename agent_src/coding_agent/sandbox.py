@@ -12,7 +12,8 @@ forge the frame, but the only way to make the parent count a test as passed is t
 value, which is what solving the task means. The nonce and count checks stay as a second lock
 (they turn a forged or truncated frame into a clear status instead of a silent zero).
 
-Layers, each a defence against one hostile program in tests/test_sandbox.py:
+Layers, each a defence against hostile programs in tests/test_sandbox.py and
+tests/test_sandbox_attacks.py (which names the layers each attack needs):
 
 | layer | stops |
 |---|---|
@@ -21,12 +22,19 @@ Layers, each a defence against one hostile program in tests/test_sandbox.py:
 | rlimits: CPU, address space, processes, file size, open files, no core | infinite CPU loops, memory bombs, fork bombs, disk fills |
 | wall-clock deadline, then SIGKILL to the whole process group | sleeping loops and grandchildren |
 | output cap (the parent stops reading and kills) | megabytes printed |
+| a bounded reader of the result (frame depth, integer digits; anything else it meets is a verdict) | frames that would crash the judge: 5,000 nested brackets, a 5,000-digit integer |
 | as root: the child runs as an unprivileged uid of its own | signals to the parent, reads of root-only files, RLIMIT_NPROC (root ignores it) |
-| namespaces when the machine allows (`unshare`): network, PID, mount | network, processes that escape the group (setsid), writes to /tmp, reading the hidden tests from the repository |
+| without the jail, a Landlock fence (`jail.FENCE`, Linux 5.13+, no privilege needed) | every file but the interpreter's, its standard library's and the working folder; TCP (Landlock ABI 4+), abstract Unix sockets and signals to other processes (ABI 6+) |
+| the jail (`coding_agent.jail`) where the machine allows: network, PID and mount namespaces, a root made for the child, every capability dropped | network and abstract Unix sockets, processes that escape the group (setsid), every file but the interpreter and its standard library (other checkouts, socket files, /run/lock), the host's processes in /proc, undoing a mount |
 
 Where namespaces are unavailable the sandbox still runs, and `isolation()` says which layers are
-active, so a learner's machine reports honestly what it enforces. For stronger isolation (the
-post's advice) run the verifier in a dedicated sandbox service or container.
+missing, in one sentence (`Isolation.summary()`, also logged once as a warning): a learner's
+machine reports honestly what it enforces. What holds everywhere is the design above: the
+expected values are never sent to the child, so no amount of reading the harness passes a test.
+Without the jail, the Landlock fence still keeps every other file out of reach (another
+checkout's tasks included); without either (an old kernel, or not Linux), a world-readable copy
+of the tasks elsewhere on the machine can be read, and the summary says so. For stronger
+isolation (the post's advice) run the verifier in a dedicated sandbox service or container.
 """
 
 from __future__ import annotations
@@ -34,10 +42,10 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import logging
 import os
 import secrets
 import select
-import shlex
 import shutil
 import signal
 import stat
@@ -50,6 +58,8 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from coding_agent import jail
 
 # --- limits: the post's harness uses 2 GB of address space, 64 processes and a 30 s timeout ------
 POST_MEMORY_BYTES = 2 * 1024**3
@@ -94,8 +104,9 @@ DEFAULT_LIMITS = Limits()
 # nobody would starve every other sandbox of processes, and could signal them.
 SANDBOX_UID_BASE = 200_000
 SANDBOX_UID_COUNT = 60_000
-# A private tmpfs this size replaces /tmp (and friends) inside the mount namespace.
-TMPFS_SIZE = "16m"
+# Where a run without the jail gets its working directory (None: the system's temporary folder).
+# Tests point it at a folder of their own, so they never list a folder other processes share.
+SCRATCH_PARENT: str | None = None
 MAX_DETAIL = 300  # characters of the child's output kept in a verdict, for reading transcripts
 
 # Statuses a verdict can carry (the reward's correctness is 0 for all but "ok").
@@ -121,9 +132,13 @@ STATUSES = (
     FORGED,
     SANDBOX_ERROR,
 )
-# How the wrapper reports its own failures: unshare's messages, the mount script's exit status.
+# How the wrapper reports its own failures: unshare's messages, the jail launcher's exit status.
 WRAPPER_PREFIXES = (b"unshare: ", b"prlimit: ", b"sandbox: ")
-MOUNT_FAILED = 97
+MOUNT_FAILED = jail.SETUP_FAILED
+# What the parent parses of a result frame: the output cap bounds its size; these bound the rest.
+# The harness nests at most 20 levels of values, each at most 3 JSON levels deep, in a frame of 3.
+MAX_FRAME_DEPTH = 80
+MAX_INT_DIGITS = 4000  # below Python's own 4300, so int() can never be the one that refuses
 
 
 # --- the harness: the only code the child runs besides the submission ---------------------------
@@ -235,22 +250,54 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Isolation:
-    """Which layers this machine enforces (reported by notebooks and tests; never assumed)."""
+    """Which layers this machine enforces, as the probe observed them (never assumed)."""
 
     drops_privileges: bool
     network_namespace: bool
     pid_namespace: bool
-    mount_namespace: bool
+    private_root: bool
+    locked_mounts: bool
+    private_proc: bool
     interpreter: str
+    fenced: bool = False  # without the jail: a Landlock fence keeps every other file out of reach
+    reason: str = ""  # why the namespace layers are missing, in the wrapper's own words
 
     def rows(self) -> list[dict[str, Any]]:
         return [
             {"layer": "child runs as an unprivileged uid of its own (root parent)", "active": self.drops_privileges},
-            {"layer": "no network (network namespace)", "active": self.network_namespace},
+            {"layer": "no network, no abstract Unix sockets (network namespace)", "active": self.network_namespace},
             {"layer": "PID namespace (escaped processes die with it)", "active": self.pid_namespace},
-            {"layer": "private /tmp, hidden repository (mount namespace)", "active": self.mount_namespace},
+            {
+                "layer": "files: only the interpreter, its stdlib and the child's scratch (jail, or Landlock without it)",
+                "active": self.private_root or self.fenced,
+            },
+            {
+                "layer": "a root made for the child: interpreter and stdlib read-only, private /tmp, nothing else",
+                "active": self.private_root,
+            },
+            {"layer": "mounts locked (every capability dropped: umount fails)", "active": self.locked_mounts},
+            {"layer": "the host's processes unseen (a /proc of its own, or none)", "active": self.private_proc},
             {"layer": "rlimits, scrubbed env, wall-clock group kill, output cap", "active": True},
         ]
+
+    def missing(self) -> list[str]:
+        """The layers this machine does not enforce, by name (empty when every layer holds)."""
+        return [row["layer"] for row in self.rows() if not row["active"]]
+
+    def summary(self) -> str:
+        """One plain sentence: every layer holds, or which are missing and why."""
+        missing = self.missing()
+        if not missing:
+            return "every sandbox layer is active"
+        why = f" ({self.reason})" if self.reason else ""
+        if self.private_root or self.fenced:
+            files = "submitted code still reaches no file but the interpreter's, its standard library's and its scratch"
+        else:
+            files = (
+                "submitted code can read every file this user can read: the expected values are never sent to it, "
+                "but a world-readable copy of the tasks (another checkout) can be found and imported"
+            )
+        return f"sandbox layers missing on this machine{why}: {'; '.join(missing)}. {files}"
 
 
 # --- environment of the child ---------------------------------------------------------------------
@@ -291,44 +338,6 @@ def _interpreter(unprivileged_child: bool) -> str:
     )
 
 
-def _hidden_paths() -> list[str]:
-    """Directories the child must not see: this package (the hidden tests) and its repository."""
-    package = Path(__file__).resolve().parent
-    paths = [package]
-    for parent in package.parents:
-        if (parent / ".git").exists():
-            paths.append(parent)
-            break
-    return [str(p) for p in paths]
-
-
-def _namespace_prefix(hidden: Sequence[str]) -> list[str]:
-    # Outermost first: once the repository is covered, the package inside it is gone already.
-    mounts = " ".join(shlex.quote(p) for p in ("/tmp", "/var/tmp", "/dev/shm", *sorted(hidden, key=len)))
-    script = (
-        f"for d in {mounts}; do "
-        f'if [ -d "$d" ]; then mount -t tmpfs -o size={TMPFS_SIZE},mode=0777 none "$d" || exit {MOUNT_FAILED}; fi; '
-        # No exec: the shell stays PID 1 of the namespace and Python runs as its child. PID 1 is
-        # immune to signals it has no handler for, including the kernel's SIGXCPU/SIGKILL for
-        # RLIMIT_CPU, so a harness running as PID 1 would only ever stop at the wall clock.
-        'done; cd /tmp && "$@"'
-    )
-    return [
-        "unshare",
-        "-r",
-        "--net",
-        "--pid",
-        "--fork",
-        "--kill-child",
-        "--mount",
-        "--",
-        "/bin/sh",
-        "-c",
-        script,
-        "sandbox",
-    ]
-
-
 def _sandbox_uid() -> int:
     return SANDBOX_UID_BASE + secrets.randbelow(SANDBOX_UID_COUNT)
 
@@ -339,37 +348,111 @@ def _drop_privileges(uid: int) -> None:
     os.setuid(uid)
 
 
+# What the probe checks from inside, with the same wrapper, limits and uid as a real run. Each
+# fact is one layer; a layer is reported active only if the child observed it holding.
+PROBE = r"""
+import ctypes, json, os, socket
+facts = {}
+s = socket.socket(); s.settimeout(1)
+facts["net"] = s.connect_ex(("127.0.0.1", 9)) != 0
+facts["pid"] = os.getppid() == 1
+facts["root"] = not os.path.exists(HOST_FILE) and not os.path.exists(HOST_DIR)
+facts["locked"] = ctypes.CDLL(None, use_errno=True).umount2(b"/tmp", 2) != 0
+facts["proc"] = not os.path.isdir("/proc") or len([p for p in os.listdir("/proc") if p.isdigit()]) <= 3
+print("PROBE" + json.dumps(facts))
+"""
+
+
+FENCE_PROBE = r"""
+import json
+facts = {}
+try:
+    open(HOST_FILE).read(1)
+    facts["fenced"] = False
+except PermissionError:
+    facts["fenced"] = True
+except OSError:
+    facts["fenced"] = False
+open("probe", "w").write("its scratch is writable")
+print("PROBE" + json.dumps(facts))
+"""
+
+
 @cache
 def isolation() -> Isolation:
-    """Probe once which layers work here: a child that must fail to reach the network and see no repository."""
+    """Probe once which layers work here, from inside a child started exactly as a real run is."""
     unprivileged_child = hasattr(os, "geteuid") and os.geteuid() == 0
     interpreter = _interpreter(unprivileged_child)
-    namespaces = False
-    if shutil.which("unshare") and sys.platform.startswith("linux"):
-        probe = (
-            "import os, socket, sys\n"
-            "s = socket.socket(); s.settimeout(1)\n"
-            "net = s.connect_ex(('127.0.0.1', 9)) != 0\n"
-            f"p = {_hidden_paths()[0]!r}\n"
-            "hidden = not os.path.isdir(p) or not os.listdir(p)\n"
-            "print('OK' if net and hidden and os.getppid() == 1 else 'NO')\n"  # the shell is PID 1
-        )
-        # The same limits and uid switch as a real run, so a probe that passes means runs can start.
-        prefix, spawn = _spawn(DEFAULT_LIMITS, _sandbox_uid() if unprivileged_child else None)
+    here = Path(__file__).resolve()
+    facts: dict[str, bool] = {}
+    reason = ""
+    if not sys.platform.startswith("linux"):
+        reason = "not Linux"
+    elif not shutil.which("unshare"):
+        reason = "no unshare (util-linux) on this machine"
+    else:
+        probe = PROBE.replace("HOST_FILE", repr(str(here))).replace("HOST_DIR", repr(str(here.parent)))
+        facts, reason = _probe(lambda: jail.command(interpreter, probe), None, unprivileged_child)
+    if sys.platform.startswith("linux") and not _jailed_by(facts):
+        workdir = tempfile.mkdtemp(prefix="mtrl-sandbox-probe-", dir=SCRATCH_PARENT)
         try:
-            done = subprocess.run(
-                [*prefix, *_namespace_prefix(_hidden_paths()), interpreter, "-I", "-S", "-c", probe],
-                check=False,
-                capture_output=True,
-                text=True,
-                timeout=15,
-                env=scrubbed_env("/tmp"),
-                **spawn,
-            )
-            namespaces = done.stdout.strip() == "OK"
-        except (OSError, subprocess.SubprocessError):
-            namespaces = False
-    return Isolation(unprivileged_child, namespaces, namespaces, namespaces, interpreter)
+            probe = FENCE_PROBE.replace("HOST_FILE", repr(str(here)))
+            fence, why = _probe(lambda: jail.fence_command(interpreter, workdir, probe), workdir, unprivileged_child)
+            facts["fenced"] = bool(fence.get("fenced"))
+            reason = "; ".join(r for r in (reason, why and f"no Landlock fence either: {why}") if r)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+    layers = Isolation(
+        drops_privileges=unprivileged_child,
+        network_namespace=bool(facts.get("net")),
+        pid_namespace=bool(facts.get("pid")),
+        private_root=bool(facts.get("root")),
+        locked_mounts=bool(facts.get("locked")),
+        private_proc=bool(facts.get("proc")),
+        interpreter=interpreter,
+        fenced=bool(facts.get("fenced")),
+        reason=reason,
+    )
+    if layers.missing():
+        logging.getLogger(__name__).warning("%s", layers.summary())
+    return layers
+
+
+def _probe(command, workdir: str | None, unprivileged_child: bool) -> tuple[dict[str, bool], str]:
+    """(facts the probe printed, "") or ({}, why it printed none), for one probe command."""
+    uid = _sandbox_uid() if unprivileged_child else None
+    prefix, spawn = _spawn(DEFAULT_LIMITS, uid)  # the same limits and uid switch as a real run
+    try:
+        if workdir is not None and uid is not None:
+            os.chown(workdir, uid, uid)
+        done = subprocess.run(
+            [*prefix, *command()],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd=workdir or "/",
+            env=scrubbed_env(workdir or "/tmp"),
+            **spawn,
+        )
+    except (jail.Unavailable, OSError, subprocess.SubprocessError) as error:
+        return {}, str(error)[:200]
+    lines = [line for line in done.stdout.splitlines() if line.startswith("PROBE")]
+    if not lines:
+        return {}, (done.stderr.strip() or done.stdout.strip() or f"exit status {done.returncode}")[-200:]
+    try:
+        return json.loads(lines[-1][len("PROBE") :]), ""
+    except ValueError as error:
+        return {}, str(error)[:200]
+
+
+def _jailed_by(facts: dict[str, bool]) -> bool:
+    return all(facts.get(name) for name in ("root", "locked", "net", "pid"))
+
+
+def _jailed(layers: Isolation) -> bool:
+    """Whether runs go through the jail: only when the probe saw its root and its locks hold."""
+    return layers.private_root and layers.locked_mounts and layers.network_namespace and layers.pid_namespace
 
 
 # --- running one submission -------------------------------------------------------------------------
@@ -419,14 +502,53 @@ def _judge(code: str, entry_point: str, cases: Sequence[TestCase], limits: Limit
     total = len(cases)
     try:
         ast.parse(code)
-    except (SyntaxError, ValueError) as exc:  # ValueError: null bytes in the source
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # ValueError: null bytes
         return Verdict(SYNTAX_ERROR, 0, total, time.monotonic() - started, f"{type(exc).__name__}: {exc}"[:MAX_DETAIL])
     nonce = secrets.token_hex(16)
     payload = json.dumps(
         {"nonce": nonce, "code": code, "entry_point": entry_point, "calls": [list(c.args) for c in cases]}
     )
-    status, raw, returncode = _execute(payload, limits)
-    seconds = time.monotonic() - started
+    try:
+        status, raw, returncode = _execute(payload, limits)
+    except OSError as exc:  # no process left to fork, no file descriptor: ours, not the code's
+        detail = f"the sandbox could not start the program: {type(exc).__name__}: {exc}"
+        return Verdict(SANDBOX_ERROR, 0, total, time.monotonic() - started, detail[:MAX_DETAIL])
+    return judge_output(raw, status, returncode, nonce, entry_point, cases, time.monotonic() - started)
+
+
+def judge_output(
+    raw: bytes,
+    status: str,
+    returncode: int | None,
+    nonce: str,
+    entry_point: str,
+    cases: Sequence[TestCase],
+    seconds: float = 0.0,
+) -> Verdict:
+    """The verdict on what a child wrote. Never raises: the bytes are the program's to choose.
+
+    Anything the bounded reader does not expect (a frame too deep, an integer too long, a type
+    that is not the harness's) is a forged or malformed result, with the reason in the detail.
+    """
+    total = len(cases)
+    try:
+        verdict = _read_output(raw, status, returncode, nonce, entry_point, cases, seconds)
+        return verdict if len(verdict.detail) <= MAX_DETAIL else replace(verdict, detail=verdict.detail[:MAX_DETAIL])
+    except Exception as exc:  # the last line of defence; _read_output rejects what it knows first
+        detail = f"the result could not be judged: {type(exc).__name__}: {exc}"
+        return Verdict(FORGED, 0, total, seconds, detail[:MAX_DETAIL])
+
+
+def _read_output(
+    raw: bytes,
+    status: str,
+    returncode: int | None,
+    nonce: str,
+    entry_point: str,
+    cases: Sequence[TestCase],
+    seconds: float,
+) -> Verdict:
+    total = len(cases)
     if status == OK and (returncode == MOUNT_FAILED or raw.startswith(WRAPPER_PREFIXES)):
         return Verdict(SANDBOX_ERROR, 0, total, seconds, "the sandbox could not start the program: " + _tail(raw))
     if status != OK:
@@ -436,7 +558,9 @@ def _judge(code: str, entry_point: str, cases: Sequence[TestCase], limits: Limit
         return Verdict(NO_RESULT, 0, total, seconds, "the program ended without a result: " + _tail(raw))
     if len(frames) > 1:
         return Verdict(FORGED, 0, total, seconds, f"{len(frames)} result frames; the harness writes exactly one")
-    record = frames[0]
+    record, problem = frames[0]
+    if problem:
+        return Verdict(FORGED, 0, total, seconds, f"the result frame is not the harness's: {problem}"[:MAX_DETAIL])
     if not isinstance(record, dict) or record.get("status") not in (OK, MISSING_ENTRY_POINT, IMPORT_ERROR):
         return Verdict(FORGED, 0, total, seconds, "the result frame is not the harness's")
     if record["status"] == MISSING_ENTRY_POINT:
@@ -446,29 +570,86 @@ def _judge(code: str, entry_point: str, cases: Sequence[TestCase], limits: Limit
             0,
             total,
             seconds,
-            f"no callable {entry_point!r}; the code defines {defined}"[:MAX_DETAIL],
+            f"no callable {entry_point!r}; the code defines {str(defined)[:MAX_DETAIL]}"[:MAX_DETAIL],
         )
     if record["status"] == IMPORT_ERROR:
-        return Verdict(IMPORT_ERROR, 0, total, seconds, f"{record.get('error')} while running the module body")
+        error = str(record.get("error"))[:80]
+        return Verdict(IMPORT_ERROR, 0, total, seconds, f"{error} while running the module body")
     outputs = record.get("outputs")
+    count = record.get("count")
     # The count check of the post: a frame must report exactly the calls that were sent.
-    if not isinstance(outputs, list) or record.get("count") != total or len(outputs) != total:
-        return Verdict(FORGED, 0, total, seconds, f"expected {total} outputs, the frame holds {record.get('count')!r}")
+    if not isinstance(outputs, list) or type(count) is not int or count != total or len(outputs) != total:
+        return Verdict(
+            FORGED, 0, total, seconds, f"expected {total} outputs, the frame holds {str(count)[:40]}"[:MAX_DETAIL]
+        )
     passed = sum(1 for case, got in zip(cases, outputs) if got == case.expected_record())
     return Verdict(OK, passed, total, seconds, outputs=tuple(outputs))
 
 
-def _frames(raw: bytes, nonce: str) -> list[Any]:
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits (the judge reads at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _depth_within(value: Any, limit: int) -> bool:
+    """True if `value` nests lists and dicts at most `limit` deep (iterative: no recursion to exhaust)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            if depth > limit:
+                return False
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return True
+
+
+def _parse_frame(body: str) -> tuple[Any, str]:
+    """(record, "") for a frame the judge can read, (None, why not) otherwise."""
+    # Bracket count first: json's C scanner recurses once per level, so 5,000 nested brackets would
+    # end in RecursionError before any check on the parsed value could run.
+    if body.count("[") + body.count("{") > MAX_FRAME_DEPTH and _bracket_depth(body) > MAX_FRAME_DEPTH:
+        return None, f"nested deeper than {MAX_FRAME_DEPTH} levels"
+    try:
+        record = json.loads(body, parse_int=_bounded_int)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError, so are long integers
+        return None, f"{type(exc).__name__}: {exc}"[:200]
+    if not _depth_within(record, MAX_FRAME_DEPTH):
+        return None, f"nested deeper than {MAX_FRAME_DEPTH} levels"
+    return record, ""
+
+
+def _bracket_depth(body: str) -> int:
+    """The deepest bracket nesting outside JSON strings (an upper bound is all that is needed)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _frames(raw: bytes, nonce: str) -> list[tuple[Any, str]]:
+    """Every line that carries the nonce, parsed: (record, "") or (None, why it could not be read)."""
     text = raw.decode("utf-8", "replace")
     frames = []
     for line in text.splitlines():
         if line.startswith(nonce) and line.endswith(nonce) and len(line) > 2 * len(nonce):
-            try:
-                frames.append(json.loads(line[len(nonce) : -len(nonce)]))
-            except json.JSONDecodeError:
-                frames.append(None)
+            frames.append(_parse_frame(line[len(nonce) : -len(nonce)]))
         elif nonce in line:
-            frames.append(None)  # a nonce in any other shape is tampering, not noise
+            frames.append((None, "the nonce in another shape"))  # tampering, not noise
     return frames
 
 
@@ -546,19 +727,26 @@ def _limits_preexec(limits: Limits, uid: int | None):
 def _execute(payload: str, limits: Limits) -> tuple[str, bytes, int | None]:
     """Run the harness on `payload`: (OK, TIMEOUT or OUTPUT_LIMIT; everything it wrote; exit status)."""
     layers = isolation()
-    workdir = tempfile.mkdtemp(prefix="mtrl-sandbox-")
+    uid = _sandbox_uid() if layers.drops_privileges else None
+    # In the jail the child's /tmp is a tmpfs of its own namespace: nothing of a run touches the
+    # host's disk. Without it, the child works in a fresh folder that is removed afterwards.
+    workdir = None if _jailed(layers) else tempfile.mkdtemp(prefix="mtrl-sandbox-", dir=SCRATCH_PARENT)
     try:
-        uid = _sandbox_uid() if layers.drops_privileges else None
-        if uid is not None:
-            os.chown(workdir, uid, uid)
-        command = [layers.interpreter, "-I", "-S", "-c", HARNESS]
-        if layers.network_namespace:
-            command = [*_namespace_prefix(_hidden_paths()), *command]
+        if workdir is None:
+            command = jail.command(layers.interpreter, HARNESS)
+        else:
+            if uid is not None:
+                os.chown(workdir, uid, uid)
+            command = (
+                jail.fence_command(layers.interpreter, workdir, HARNESS)
+                if layers.fenced
+                else [layers.interpreter, "-I", "-S", "-c", HARNESS]
+            )
         prefix, spawn = _spawn(limits, uid)
         proc = subprocess.Popen(
             [*prefix, *command],
-            cwd=workdir,
-            env=scrubbed_env(workdir),
+            cwd=workdir or "/",
+            env=scrubbed_env(workdir or "/tmp"),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -577,7 +765,8 @@ def _execute(payload: str, limits: Limits) -> tuple[str, bytes, int | None]:
             _kill_group(proc)
         return status, raw, proc.returncode
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _collect(proc: subprocess.Popen, limits: Limits) -> tuple[str, bytes]:
