@@ -9,7 +9,9 @@ order. Everything must still pass, and at least one notebook cell must have need
 (otherwise the perturbation perturbed nothing and the test proves nothing).
 
 It is one long test (the notebooks take minutes), run in its own pytest process with its own
-state folders (.state/perturbed/), so it can run beside the main suite on another worker.
+state folders (.state/perturbed/) and figures folder. It shares the notebooks' working folder, so
+under xdist it runs on the notebooks' worker, before or after them, never beside them (run beside
+them, notebook 08 found the file notebook 07's evaluator had just left in notebooks/).
 """
 
 from __future__ import annotations
