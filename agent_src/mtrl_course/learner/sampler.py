@@ -1,0 +1,135 @@
+"""Sampling: how the learner turns next-token logits into text, for a batch of requests at once.
+
+This is the only place the temperature acts. Per token: logits / temperature, softmax, keep the
+smallest set of tokens whose probability reaches `top_p` (nucleus sampling, Holtzman et al.
+2020), renormalise, draw. Temperature 0 is greedy decoding (the most likely token; the limit
+of temperature -> 0, which tests/test_learner_sampler.py checks). Generation stops at a stop
+token (`<eot>`, kept as the last token, as a tokenizer's end-of-turn is) or after `max_tokens`
+tokens, a hard cap (the finish reason is then "length"), or when the context is full.
+
+Whatever the model does at temperature 0 (loop, hesitate, stop early) is what greedy decoding
+of these weights does: nothing here looks at the temperature except the softmax and the greedy
+argmax.
+
+Each sequence draws from its own `numpy.random.Generator`, one uniform number per token, so a
+sequence's text depends on its own seed and the weights, not on which other requests shared
+its batch. (Float rounding can differ with batch shape; on one machine the same batch gives the
+same result, bit for bit.)
+
+The recorded log-probability of each sampled token is the model's own, log softmax(logits) at
+temperature 1: that is pi_theta(token | context), the quantity GRPO's importance ratio compares
+between the sampling weights and the weights being trained (training samples at temperature 1,
+the service's default, where the two coincide).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mtrl_course.learner import model as lm
+from mtrl_course.learner.tokenizer import EOT
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 64
+    stop: frozenset[int] = field(default_factory=lambda: frozenset({EOT}))
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, got {self.max_tokens}")
+
+
+@dataclass
+class Generation:
+    """One request's sampled tokens, the model's log-probability of each, and why it ended."""
+
+    prompt_tokens: int
+    tokens: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    stopped: bool = False  # ended on a stop token (else: max_tokens or the context ran out)
+
+
+def choose(logits: np.ndarray, params: SamplingParams, u: float) -> tuple[int, float]:
+    """(token, its model log-probability) from one row of logits and one uniform draw `u`."""
+    logits = logits.astype(np.float64)
+    logp = lm.log_softmax(logits)
+    if params.temperature == 0:
+        token = int(np.argmax(logits))
+    else:
+        z = logits / params.temperature
+        probs = np.exp(z - z.max())
+        probs /= probs.sum()
+        if params.top_p < 1:
+            order = np.argsort(-probs, kind="stable")
+            kept = order[: int(np.searchsorted(np.cumsum(probs[order]), params.top_p)) + 1]
+            trimmed = np.zeros_like(probs)
+            trimmed[kept] = probs[kept]
+            probs = trimmed / trimmed.sum()
+        cdf = np.cumsum(probs)
+        token = min(int(np.searchsorted(cdf, u * cdf[-1], side="right")), len(probs) - 1)
+    return token, float(logp[token])
+
+
+def generate(
+    params: Mapping[str, np.ndarray],
+    config: lm.ModelConfig,
+    prompts: Sequence[Sequence[int]],
+    sampling: Sequence[SamplingParams],
+    rngs: Sequence[np.random.Generator],
+    adapter: object = None,
+) -> list[Generation]:
+    """Sample a continuation of every prompt, in one batch: each prompt is read into the KV cache
+    (prefill), then every unfinished sequence advances one token per shared forward pass."""
+    weights = lm.effective_weights(params, adapter)
+    n = len(prompts)
+    cache = lm.KVCache(config, n, dtype=params["wte"].dtype)
+    out = [Generation(prompt_tokens=len(p)) for p in prompts]
+    budgets = [min(s.max_tokens, config.context - len(p)) for p, s in zip(prompts, sampling)]
+    pending: list[int] = []
+    next_token: dict[int, int] = {}
+    for row, prompt in enumerate(prompts):
+        if budgets[row] <= 0 or not prompt:
+            continue  # nothing fits: an empty reply, cut at "length"
+        logits = lm.prefill(params, config, cache, row, np.asarray(prompt), weights)
+        if _take(row, logits, out, sampling, rngs, budgets):
+            pending.append(row)
+            next_token[row] = out[row].tokens[-1]
+    while pending:
+        rows = np.asarray(pending)
+        logits = lm.decode(params, config, cache, rows, np.asarray([next_token[r] for r in pending]), weights)
+        still = []
+        for i, row in enumerate(pending):
+            if _take(row, logits[i], out, sampling, rngs, budgets):
+                still.append(row)
+                next_token[row] = out[row].tokens[-1]
+        pending = still
+    return out
+
+
+def _take(
+    row: int,
+    logits: np.ndarray,
+    out: list[Generation],
+    sampling: Sequence[SamplingParams],
+    rngs: Sequence[np.random.Generator],
+    budgets: Sequence[int],
+) -> bool:
+    """Sample one token for `row`; True if the sequence goes on."""
+    token, logp = choose(logits, sampling[row], float(rngs[row].random()))
+    gen = out[row]
+    gen.tokens.append(token)
+    gen.logprobs.append(logp)
+    if token in sampling[row].stop:
+        gen.stopped = True
+        return False
+    return len(gen.tokens) < budgets[row]
