@@ -110,6 +110,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_game.py
 	$(BIN)/python benchmarks/bench_policy.py
 	$(BIN)/python benchmarks/bench_stack.py
+	$(BIN)/python benchmarks/bench_learner.py
 
 words: $(STAMP)
 	$(BIN)/mtrl words build

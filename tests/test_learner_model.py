@@ -134,10 +134,11 @@ def test_kv_cache_decoding_equals_the_full_forward_pass(rng, dtype, tol):
     seqs = [rng.integers(0, TINY.vocab, 8), rng.integers(0, TINY.vocab, 8)]
     full = [lm.forward(params, TINY, s[None])[0][0] for s in seqs]
     cache = lm.KVCache(TINY, 2, dtype)
-    # Different prompt lengths, decoded together.
     starts = [3, 5]
-    for row, (s, t) in enumerate(zip(seqs, starts)):
-        np.testing.assert_allclose(lm.prefill(params, TINY, cache, row, s[:t]), full[row][t - 1], rtol=tol, atol=tol)
+    # Different prompt lengths, read in one padded prefill, then decoded together.
+    last = lm.prefill(params, TINY, cache, [0, 1], [seqs[0][: starts[0]], seqs[1][: starts[1]]])
+    for row, t in enumerate(starts):
+        np.testing.assert_allclose(last[row], full[row][t - 1], rtol=tol, atol=tol)
     for step in range(3):
         rows = np.array([0, 1])
         tokens = np.array([seqs[0][starts[0] + step], seqs[1][starts[1] + step]])

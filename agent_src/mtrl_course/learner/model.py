@@ -30,7 +30,7 @@ as float64 here); `cast(params, np.float64)` gives the float64 path the gradient
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -185,11 +185,16 @@ def attention_backward(dy: np.ndarray, cache: tuple) -> np.ndarray:
     return np.concatenate([merge_heads(dq), merge_heads(dk), merge_heads(dv)], axis=-1)
 
 
+def linear(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """x @ w over the last axis, as one 2-D product (numpy's 3-D @ 2-D was measured 2x slower)."""
+    return (x.reshape(-1, x.shape[-1]) @ w).reshape(*x.shape[:-1], w.shape[1])
+
+
 def mlp(x: np.ndarray, w_up: np.ndarray, w_down: np.ndarray) -> tuple[np.ndarray, tuple]:
     """ReLU(x @ Wup) @ Wdown; returns (y, cache)."""
-    hidden = x @ w_up
+    hidden = linear(x, w_up)
     active = np.maximum(hidden, 0)
-    return active @ w_down, (x, hidden, active)
+    return linear(active, w_down), (x, hidden, active)
 
 
 def mlp_backward(
@@ -197,9 +202,9 @@ def mlp_backward(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(dx, dWup, dWdown): dWdown = r^T dy; dh = (dy Wdown^T) * [h > 0]; dWup = x^T dh; dx = dh Wup^T."""
     x, hidden, active = cache
-    d_active = dy @ w_down.T
+    d_active = linear(dy, w_down.T)
     d_hidden = d_active * (hidden > 0)
-    return d_hidden @ w_up.T, _outer(x, d_hidden), _outer(active, dy)
+    return linear(d_hidden, w_up.T), _outer(x, d_hidden), _outer(active, dy)
 
 
 def _outer(x: np.ndarray, dy: np.ndarray) -> np.ndarray:
@@ -236,15 +241,15 @@ def forward(
     for layer in range(config.layers):
         pre = f"h{layer}."
         h1, ln1 = layer_norm(x, params[pre + "ln1.g"], params[pre + "ln1.b"])
-        qkv = h1 @ weights[pre + "qkv"]
+        qkv = linear(h1, weights[pre + "qkv"])
         attended, att = attention(qkv, config.heads)
-        x = x + attended @ weights[pre + "o"]
+        x = x + linear(attended, weights[pre + "o"])
         h2, ln2 = layer_norm(x, params[pre + "ln2.g"], params[pre + "ln2.b"])
         out, mlp_cache = mlp(h2, weights[pre + "up"], weights[pre + "down"])
         x = x + out
         blocks.append({"ln1": ln1, "h1": h1, "att": att, "attended": attended, "ln2": ln2, "mlp": mlp_cache})
     xf, final = layer_norm(x, params["lnf.g"], params["lnf.b"])
-    logits = xf @ params["wte"].T
+    logits = linear(xf, params["wte"].T)
     return logits, ForwardCache(tokens, weights, blocks, final, xf)
 
 
@@ -259,7 +264,7 @@ def backward(
     grads: dict[str, np.ndarray] = {}
     weights = cache.weights
     grads["wte"] = _outer(dlogits, cache.xf)  # the head's share: logits = xf wte^T
-    dx, grads["lnf.g"], grads["lnf.b"] = layer_norm_backward(dlogits @ params["wte"], cache.final)
+    dx, grads["lnf.g"], grads["lnf.b"] = layer_norm_backward(linear(dlogits, params["wte"]), cache.final)
     for layer in reversed(range(config.layers)):
         pre, block = f"h{layer}.", cache.blocks[layer]
         d_h2, grads[pre + "up"], grads[pre + "down"] = mlp_backward(
@@ -268,10 +273,10 @@ def backward(
         d_ln2, grads[pre + "ln2.g"], grads[pre + "ln2.b"] = layer_norm_backward(d_h2, block["ln2"])
         dx = dx + d_ln2
         grads[pre + "o"] = _outer(block["attended"], dx)
-        d_qkv = attention_backward(dx @ weights[pre + "o"].T, block["att"])
+        d_qkv = attention_backward(linear(dx, weights[pre + "o"].T), block["att"])
         grads[pre + "qkv"] = _outer(block["h1"], d_qkv)
         d_ln1, grads[pre + "ln1.g"], grads[pre + "ln1.b"] = layer_norm_backward(
-            d_qkv @ weights[pre + "qkv"].T, block["ln1"]
+            linear(d_qkv, weights[pre + "qkv"].T), block["ln1"]
         )
         dx = dx + d_ln1
     # The embeddings' share: each position's gradient goes to its token's row and its position's row.
@@ -307,30 +312,39 @@ def prefill(
     params: Mapping[str, np.ndarray],
     config: ModelConfig,
     cache: KVCache,
-    row: int,
-    tokens: np.ndarray,
+    rows: Sequence[int],
+    prompts: Sequence[Sequence[int]],
     weights: Mapping[str, np.ndarray] | None = None,
 ) -> np.ndarray:
-    """Read a prompt into sequence `row` of the cache; returns the logits after its last token."""
-    tokens = np.asarray(tokens)[None, :]
-    t = tokens.shape[1]
-    if t > config.context:
-        raise ValueError(f"a prompt of {t} tokens does not fit the context of {config.context}")
+    """Read prompts into rows of the cache in one padded pass; returns each one's last logits.
+
+    Prompts are padded at the end: causal attention means a prompt never reads its padding, and
+    the padding's keys and values sit beyond the row's length, where decoding overwrites them
+    before they could be read.
+    """
+    lengths = [len(p) for p in prompts]
+    width = max(lengths)
+    if width > config.context:
+        raise ValueError(f"a prompt of {width} tokens does not fit the context of {config.context}")
+    tokens = np.zeros((len(prompts), width), dtype=np.int64)
+    for i, prompt in enumerate(prompts):
+        tokens[i, : len(prompt)] = prompt
     weights = weights if weights is not None else effective_weights(params)
-    x = params["wte"][tokens] + params["wpe"][:t]
+    row_index = np.asarray(rows)
+    x = params["wte"][tokens] + params["wpe"][:width]
     for layer in range(config.layers):
         pre = f"h{layer}."
         h1, _ = layer_norm(x, params[pre + "ln1.g"], params[pre + "ln1.b"])
-        qkv = h1 @ weights[pre + "qkv"]
-        attended, (_, k, v, _, _) = attention(qkv, config.heads)
-        cache.keys[layer][row, :, :t] = k[0]
-        cache.values[layer][row, :, :t] = v[0]
-        x = x + attended @ weights[pre + "o"]
+        attended, (_, k, v, _, _) = attention(linear(h1, weights[pre + "qkv"]), config.heads)
+        cache.keys[layer][row_index, :, :width] = k
+        cache.values[layer][row_index, :, :width] = v
+        x = x + linear(attended, weights[pre + "o"])
         h2, _ = layer_norm(x, params[pre + "ln2.g"], params[pre + "ln2.b"])
         x = x + mlp(h2, weights[pre + "up"], weights[pre + "down"])[0]
-    cache.lengths[row] = t
-    xf, _ = layer_norm(x[:, -1], params["lnf.g"], params["lnf.b"])
-    return (xf @ params["wte"].T)[0]
+    cache.lengths[row_index] = lengths
+    last = x[np.arange(len(prompts)), np.asarray(lengths) - 1]
+    xf, _ = layer_norm(last, params["lnf.g"], params["lnf.b"])
+    return xf @ params["wte"].T
 
 
 def decode(
@@ -349,8 +363,10 @@ def decode(
     weights = weights if weights is not None else effective_weights(params)
     n, heads, dh = len(rows), config.heads, config.head_dim
     span = int(positions.max()) + 1
+    # Every row of the cache at once: slices are views; a subset needs a gather (a copy).
+    whole = n == len(cache.lengths) and bool((rows == np.arange(n)).all())
     # Each row attends to its own positions 0..p; later slots of the window are masked.
-    masked = np.arange(span)[None, None, :] > positions[:, None, None]
+    masked = (np.arange(span)[None, :] > positions[:, None])[:, None, None, :]
     x = params["wte"][np.asarray(tokens)] + params["wpe"][positions]
     for layer in range(config.layers):
         pre = f"h{layer}."
@@ -359,12 +375,14 @@ def decode(
         keys, values = cache.keys[layer], cache.values[layer]
         keys[rows, :, positions] = k[:, 0]
         values[rows, :, positions] = v[:, 0]
-        window_k, window_v = keys[rows, :, :span], values[rows, :, :span]
-        scores = np.einsum("bhd,bhtd->bht", q[:, 0], window_k) / math.sqrt(dh)
+        window_k = keys[:, :, :span] if whole else keys[rows, :, :span]
+        window_v = values[:, :, :span] if whole else values[rows, :, :span]
+        # (n, heads, 1, dh) @ (n, heads, dh, span): a batched matmul, about 6x faster than einsum here.
+        scores = (q.transpose(0, 2, 1, 3) @ window_k.transpose(0, 1, 3, 2)) / math.sqrt(dh)
         scores = np.where(masked, NEG_INF, scores)
         p = np.exp(scores - scores.max(-1, keepdims=True))
         p /= p.sum(-1, keepdims=True)
-        attended = np.einsum("bht,bhtd->bhd", p, window_v).reshape(n, heads * dh)
+        attended = (p @ window_v).reshape(n, heads * dh)
         x = x + attended @ weights[pre + "o"]
         h2, _ = layer_norm(x, params[pre + "ln2.g"], params[pre + "ln2.b"])
         x = x + mlp(h2, weights[pre + "up"], weights[pre + "down"])[0]

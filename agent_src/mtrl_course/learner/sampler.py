@@ -33,6 +33,10 @@ from mtrl_course.learner import model as lm
 from mtrl_course.learner.tokenizer import EOT
 
 
+# At most this many attention scores per head in one batched prefill (about 8 MB per layer).
+PREFILL_SCORES = 2_000_000
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     temperature: float = 1.0
@@ -97,23 +101,56 @@ def generate(
     budgets = [min(s.max_tokens, config.context - len(p)) for p, s in zip(prompts, sampling)]
     pending: list[int] = []
     next_token: dict[int, int] = {}
-    for row, prompt in enumerate(prompts):
-        if budgets[row] <= 0 or not prompt:
-            continue  # nothing fits: an empty reply, cut at "length"
-        logits = lm.prefill(params, config, cache, row, np.asarray(prompt), weights)
-        if _take(row, logits, out, sampling, rngs, budgets):
-            pending.append(row)
-            next_token[row] = out[row].tokens[-1]
+    ready = [row for row, prompt in enumerate(prompts) if budgets[row] > 0 and prompt]  # else: empty, "length"
+    for chunk in _prefill_chunks(ready, prompts):
+        logits = lm.prefill(params, config, cache, chunk, [prompts[r] for r in chunk], weights)
+        for i, row in enumerate(chunk):
+            if _take(row, logits[i], out, sampling, rngs, budgets):
+                pending.append(row)
+                next_token[row] = out[row].tokens[-1]
+    pending.sort()
     while pending:
-        rows = np.asarray(pending)
-        logits = lm.decode(params, config, cache, rows, np.asarray([next_token[r] for r in pending]), weights)
+        # While most sequences are still going, every row of the cache runs (slices are views,
+        # and finished rows are parked at a fixed position, their output ignored); once fewer
+        # than half are left, only those run (a gather, but no wasted rows).
+        if len(pending) * 2 > n:
+            rows = np.arange(n)
+            parked = [r for r in range(n) if r not in next_token]
+            saved = cache.lengths.copy()
+            cache.lengths[parked] = np.minimum(cache.lengths[parked], config.context - 1)
+            tokens = np.asarray([next_token.get(r, EOT) for r in range(n)])
+            logits = lm.decode(params, config, cache, rows, tokens, weights)
+            cache.lengths[parked] = saved[parked]
+            logits = logits[pending]
+        else:
+            rows = np.asarray(pending)
+            logits = lm.decode(params, config, cache, rows, np.asarray([next_token[r] for r in pending]), weights)
         still = []
         for i, row in enumerate(pending):
             if _take(row, logits[i], out, sampling, rngs, budgets):
                 still.append(row)
                 next_token[row] = out[row].tokens[-1]
+            else:
+                next_token.pop(row, None)
         pending = still
     return out
+
+
+def _prefill_chunks(rows: list[int], prompts: Sequence[Sequence[int]]) -> list[list[int]]:
+    """Rows grouped by prompt length so that one padded prefill holds at most PREFILL_SCORES
+    attention scores per head (its memory) and wastes little on padding."""
+    ordered = sorted(rows, key=lambda r: len(prompts[r]))
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    for row in ordered:
+        width = len(prompts[row])
+        if current and (len(current) + 1) * width * width > PREFILL_SCORES:
+            chunks.append(current)
+            current = []
+        current.append(row)
+    if current:
+        chunks.append(current)
+    return chunks
 
 
 def _take(

@@ -52,9 +52,10 @@ _BASE_LOCK = threading.Lock()
 _BASES: dict[str, tuple[dict[str, np.ndarray], lm.ModelConfig, str]] = {}
 
 
-def load_base(path: Path = BASE_FILE) -> tuple[dict[str, np.ndarray], lm.ModelConfig, str]:
-    """(params, config, base_id) of the committed base model, loaded once per process."""
-    key = str(Path(path).resolve())
+def load_base(path: Path | None = None) -> tuple[dict[str, np.ndarray], lm.ModelConfig, str]:
+    """(params, config, base_id) of the base model (`BASE_FILE` by default), loaded once per process."""
+    path = Path(path) if path is not None else BASE_FILE
+    key = str(path.resolve())
     with _BASE_LOCK:
         if key not in _BASES:
             if not Path(path).is_file():
