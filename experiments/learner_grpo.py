@@ -102,6 +102,9 @@ def eval_batch(adapter, tasks, *, temperature, effort, seed):
 
 
 def train_one(seed: int, state: Path, hp_overrides: dict) -> tuple[Path, dict, float]:
+    from mtrl_course.aws import offline_backend
+
+    offline_backend()  # the in-memory job lives in the offline backend's account
     hp = {name: entry["default"] for name, entry in hub.TRAINING_SPEC.items()}
     hp.update(failure_lab.DEFAULT_RUN)
     hp.update(hp_overrides)

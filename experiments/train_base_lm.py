@@ -110,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=None, help="stop training after this many seconds")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--base-id", default="learner-wordle-char-v1")
+    ap.add_argument("--init", type=Path, default=None, help="continue from these weights (a base this script wrote)")
+    ap.add_argument("--warmup", type=int, default=50)
     args = ap.parse_args(argv)
 
     started = time.time()
@@ -133,6 +135,13 @@ def main(argv: list[str] | None = None) -> int:
 
     config = lm.ModelConfig(tok.VOCAB_SIZE, args.context, args.d_model, args.layers, args.heads)
     params = lm.init_params(config, np.random.default_rng(args.seed))
+    previous = None
+    if args.init is not None:
+        params, loaded, _ = weights.load_model(args.init)
+        if loaded != config:
+            raise SystemExit(f"--init {args.init} has config {loaded}, not {config}")
+        json_file = args.init.with_suffix(".json")
+        previous = json.loads(json_file.read_text()) if json_file.is_file() else {"weights": str(args.init)}
     print(f"model: {lm.count_parameters(params):,} parameters, {config}")
     bar = tqdm(total=1, unit="step", dynamic_ncols=True, mininterval=1 if sys.stderr.isatty() else 30)
 
@@ -153,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         time_limit_s=args.time_limit,
         on_step=on_step,
+        warmup=args.warmup,
     )
     bar.close()
     train_seconds = time.time() - train_started
@@ -209,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             "processor": platform.machine(),
             "cpus": os.cpu_count(),
         },
+        "continued_from": previous,
         "weights_file": path.name,
         "weights_bytes": path.stat().st_size,
     }

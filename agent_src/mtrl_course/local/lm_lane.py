@@ -121,7 +121,7 @@ class LearnerTrainee:
         """Offline-only `learner/*` metrics: the update's statistics and how the model wrote."""
         turns = [t for traces in traces_by_game for t in traces if isinstance(t, Mapping) and t.get("kind") == "lm"]
         out: dict[str, float] = {
-            "learner/adapter/norm": float(
+            "learner/adapter/b_norm": float(
                 np.sqrt(sum(float((v.astype(np.float64) ** 2).sum()) for v in self.adapter.b.values()))
             ),
         }
