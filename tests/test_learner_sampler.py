@@ -95,3 +95,25 @@ def test_weights_and_adapters_round_trip_through_safetensors(tmp_path, params):
         weights.load_adapter(apath, "another-base")
     with pytest.raises(ValueError, match="not a learner base"):
         weights.load_model(apath)
+
+
+def test_the_tool_call_grammar_forces_five_letters_then_the_end(params):
+    from mtrl_course.learner import template
+    from mtrl_course.learner.tokenizer import CALL
+
+    sp = sampler.SamplingParams(1.0, 1.0, 12, tool_call_grammar=True)
+    # Prompts that end inside a call: whatever the weights prefer, the grammar finishes it.
+    prompts = [[1, 2, CALL] for _ in range(4)]
+    # The grammar counts the reply's own tokens, so start the reply with the call opener.
+    out = []
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        tokens = [CALL]
+        for _ in range(7):
+            logits = lm.forward(params, CONFIG, np.array([prompts[0] + tokens]))[0][0, -1]
+            token, logp = sampler.choose(logits, sp, float(rng.random()), sampler.grammar_mask(tokens))
+            assert np.isfinite(logp)
+            tokens.append(token)
+        out.append(template.parse_completion(tokens, stopped=True))
+    assert all(p.guess is not None and len(p.guess) == 5 for p in out)
+    assert sampler.grammar_mask([5, 6]) is None

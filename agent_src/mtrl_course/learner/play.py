@@ -84,6 +84,7 @@ def play_games(
     top_p: float = 1.0,
     max_tokens: int = 64,
     batch: int = 128,
+    tool_call_grammar: bool = False,
 ) -> list[PlayedGame]:
     """Play one game per answer (in chunks of `batch` games sampled together)."""
     out: list[PlayedGame] = []
@@ -97,7 +98,7 @@ def play_games(
             )
             for i, a in enumerate(chunk)
         ]
-        params_sampling = sampler.SamplingParams(temperature, top_p, max_tokens)
+        params_sampling = sampler.SamplingParams(temperature, top_p, max_tokens, tool_call_grammar=tool_call_grammar)
         while True:
             live = [s for s in states if s.active]
             if not live:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mtrl_course.learner import model as lm
-from mtrl_course.learner.tokenizer import EOT
+from mtrl_course.learner.tokenizer import CALL, CLOSE_PAREN, EOT, LETTER_IDS, VOCAB_SIZE
 
 
 # At most this many attention scores per head in one batched prefill (about 8 MB per layer).
@@ -43,6 +43,12 @@ class SamplingParams:
     top_p: float = 1.0
     max_tokens: int = 64
     stop: frozenset[int] = field(default_factory=lambda: frozenset({EOT}))
+    # Structured output for the tool call (as vLLM's guided decoding can enforce a tool's JSON
+    # schema): after `<call>` only letters may follow, exactly five, then ")" and `<eot>`. Off
+    # by default: the course's point is that a model's malformed calls are seen as text. It is a
+    # mask on the logits, applied at every temperature alike. GRPO (learner.grpo) recomputes
+    # log-probabilities without the mask, so train only on replies sampled without it.
+    tool_call_grammar: bool = False
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
@@ -63,9 +69,32 @@ class Generation:
     stopped: bool = False  # ended on a stop token (else: max_tokens or the context ran out)
 
 
-def choose(logits: np.ndarray, params: SamplingParams, u: float) -> tuple[int, float]:
-    """(token, its model log-probability) from one row of logits and one uniform draw `u`."""
+def grammar_mask(written: Sequence[int]) -> np.ndarray | None:
+    """The tokens `tool_call_grammar` allows next after `written` (None: any token)."""
+    if CALL not in written:
+        return None
+    after = len(written) - 1 - written[::-1].index(CALL)
+    inside = len(written) - after - 1
+    allowed = np.zeros(VOCAB_SIZE, dtype=bool)
+    if inside < 5:
+        allowed[sorted(LETTER_IDS)] = True
+    elif inside == 5:
+        allowed[CLOSE_PAREN] = True
+    else:
+        allowed[EOT] = True
+    return allowed
+
+
+def choose(
+    logits: np.ndarray, params: SamplingParams, u: float, allowed: np.ndarray | None = None
+) -> tuple[int, float]:
+    """(token, its model log-probability) from one row of logits and one uniform draw `u`.
+
+    With a grammar mask (`allowed`), disallowed tokens get probability 0 and the recorded
+    log-probability is of the masked distribution, the policy that actually sampled."""
     logits = logits.astype(np.float64)
+    if allowed is not None:
+        logits = np.where(allowed, logits, -np.inf)
     logp = lm.log_softmax(logits)
     if params.temperature == 0:
         token = int(np.argmax(logits))
@@ -162,8 +191,9 @@ def _take(
     budgets: Sequence[int],
 ) -> bool:
     """Sample one token for `row`; True if the sequence goes on."""
-    token, logp = choose(logits, sampling[row], float(rngs[row].random()))
     gen = out[row]
+    allowed = grammar_mask(gen.tokens) if sampling[row].tool_call_grammar else None
+    token, logp = choose(logits, sampling[row], float(rngs[row].random()), allowed)
     gen.tokens.append(token)
     gen.logprobs.append(logp)
     if token in sampling[row].stop:
