@@ -145,3 +145,34 @@ class LearnerTrainee:
 
     def save(self, directory: Path, name: str) -> Path:
         return weights.save_adapter(adapter_path(directory, name), self.adapter, self.base_id, {"seed": self.seed})
+
+
+# --- what the runner calls (kept here so the runner stays one training loop) ----------------------
+
+
+def training_adapter(job: Any, directory: Path, seed: int) -> Adapter | str:
+    """A training job's starting adapter: fresh, or its input model package's; a FailureReason if missing."""
+    package = getattr(job.config, "input_model_package_arn", None)
+    return starting_adapter(job.hyperparameters, package, seed, directory)
+
+
+def evaluation_adapter(job: Any, directory: Path) -> Adapter | str | None:
+    """An evaluation job's adapter: its input model package's, None for the base, or a FailureReason."""
+    package = getattr(job.config, "input_model_package_arn", None)
+    if not package:
+        return None
+    path = adapter_for_package(package, directory)
+    if path is None or not path.is_file():
+        return f"The input model package {package} holds no learner adapter trained on this machine; train one first."
+    return weights.load_adapter(path, load_base()[2])
+
+
+def publish(job: Any, directory: Path, trainee: LearnerTrainee) -> None:
+    """Save the trained adapter and register it as the job's output model package."""
+    path = trainee.save(directory, job.name)
+    job.log(f"{trainee.label} adapter saved to {path}")
+    if getattr(job.config, "output_model_package_group_arn", None):
+        arn = job.register_output_model_package(
+            f"Offline {trainee.label} LoRA adapter (step {trainee.adapter.step}) from job {job.name}; file {path.name}"
+        )
+        register(directory, arn, path)

@@ -946,37 +946,21 @@ def train(job: ReportingJob, options: RunnerOptions) -> None:
 
 
 def _learner_adapter(job: ReportingJob, options: RunnerOptions) -> Any:
-    from mtrl_course.local.lm_lane import starting_adapter
+    from mtrl_course.local import lm_lane
 
-    package = getattr(job.config, "input_model_package_arn", None)
-    return starting_adapter(job.hyperparameters, package, options.seed, options.adapter_dir)
+    return lm_lane.training_adapter(job, options.adapter_dir, options.seed)
 
 
 def _learner_evaluation_adapter(job: ReportingJob, options: RunnerOptions) -> Any:
-    """The input model package's learner adapter, None for the base, or a FailureReason."""
-    from mtrl_course.learner.weights import load_adapter
-    from mtrl_course.local.lm_lane import adapter_for_package
-    from mtrl_course.local.lm_policy import load_base
+    from mtrl_course.local import lm_lane
 
-    package = getattr(job.config, "input_model_package_arn", None)
-    if not package:
-        return None
-    path = adapter_for_package(package, options.adapter_dir)
-    if path is None or not path.is_file():
-        return f"The input model package {package} holds no learner adapter trained on this machine; train one first."
-    return load_adapter(path, load_base()[2])
+    return lm_lane.evaluation_adapter(job, options.adapter_dir)
 
 
 def _publish_learner(job: ReportingJob, options: RunnerOptions, trainee: Any) -> None:
-    from mtrl_course.local.lm_lane import register
+    from mtrl_course.local import lm_lane
 
-    path = trainee.save(options.adapter_dir, job.name)
-    job.log(f"{trainee.label} adapter saved to {path}")
-    if getattr(job.config, "output_model_package_group_arn", None):
-        arn = job.register_output_model_package(
-            f"Offline {trainee.label} LoRA adapter (step {trainee.adapter.step}) from job {job.name}; file {path.name}"
-        )
-        register(options.adapter_dir, arn, path)
+    lm_lane.publish(job, options.adapter_dir, trainee)
 
 
 def _publish(job: ReportingJob, options: RunnerOptions, adapter: Adapter) -> None:
