@@ -14,9 +14,9 @@ low effort), at temperature 0 and at medium effort, through the real agent (fast
 Reported as measured: per seed, base and trained solve rates with their binomial standard errors
 (128 words), the gain, and across seeds the mean gain and its standard error.
 
-Stored results: `results/learner_grpo.json` (the committed base, stage 3) and
-`results/learner_grpo_stage2_base.json` (the same run from the stage-2 base). Both are nulls on
-the solve rate: the base solves about 1% of the held-out words, so almost no group ever contains
+Stored results: `results/learner_grpo.json` (the committed base, stage 4), and the same run from
+the earlier bases (`results/learner_grpo_stage2_base.json`, `..._stage3_base.json`). Those two are
+nulls on the solve rate: the base solves about 1% of the held-out words, so almost no group ever contains
 a solve and the advantages come from the shaping term alone. What GRPO then learns is what the
 shaping pays for: the trained adapters write fewer and shorter turns (tool-call rate 0.70 -> 0.41
 to 0.59, medium-effort tokens per game about 105 -> 22 to 40) and end games early, which raises
