@@ -15,8 +15,8 @@ Reported as measured: per seed, base and trained solve rates with their binomial
 (128 words), the gain, and across seeds the mean gain and its standard error.
 
 Stored results: `results/learner_grpo.json` (the committed base, stage 4), and the same run from
-the earlier bases (`results/learner_grpo_stage2_base.json`, `..._stage3_base.json`). Those two are
-nulls on the solve rate: the base solves about 1% of the held-out words, so almost no group ever contains
+the earlier bases (`results/learner_grpo_stage2_base.json`, `..._stage3_base.json`). All three are
+nulls or losses on the solve rate (stage 4: T=1 low 0.8% -> 0%, greedy 5.5% -> 0% in every seed): the base solves about 1% of the held-out words, so almost no group ever contains
 a solve and the advantages come from the shaping term alone. What GRPO then learns is what the
 shaping pays for: the trained adapters write fewer and shorter turns (tool-call rate 0.70 -> 0.41
 to 0.59, medium-effort tokens per game about 105 -> 22 to 40) and end games early, which raises
@@ -109,7 +109,7 @@ def eval_batch(adapter, tasks, *, temperature, effort, seed):
     }
 
 
-def train_one(seed: int, state: Path, hp_overrides: dict) -> tuple[Path, dict, float]:
+def train_one(seed: int, state: Path, hp_overrides: dict, reward: str = "tiered") -> tuple[Path, dict, float]:
     from mtrl_course.aws import offline_backend
 
     offline_backend()  # the in-memory job lives in the offline backend's account
@@ -120,7 +120,9 @@ def train_one(seed: int, state: Path, hp_overrides: dict) -> tuple[Path, dict, f
     tracking = mlflow_store.ensure_store(state / "mlflow.db")
     prompts = {"train": failure_lab.rows("training"), "validation": failure_lab.rows("validation")}
     job = failure_lab.MemoryJob(name, hp, prompts, tracking, experiment="learner-grpo")
-    options = runner.RunnerOptions(seed=seed, adapter_dir=state / "adapters", policy=runner.POLICY_LEARNER)
+    options = runner.RunnerOptions(
+        seed=seed, adapter_dir=state / "adapters", policy=runner.POLICY_LEARNER, reward=reward
+    )
     started = time.monotonic()
     with failure_lab.reasoning_effort(failure_lab.DEPLOYED_EFFORT):
         runner.train(job, options)
@@ -148,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-path", choices=("agent", "batch"), default="agent")
     ap.add_argument("--learning-rate", type=float, default=None, help="override the run's learning_rate")
     ap.add_argument("--max-steps", type=int, default=None)
+    ap.add_argument("--reward", choices=runner.REWARD_VARIANTS, default=runner.REWARD_TIERED)
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
     overrides = {}
@@ -158,10 +161,16 @@ def main(argv: list[str] | None = None) -> int:
     tasks = failure_lab.rows("validation")
     evaluate = eval_agent if args.eval_path == "agent" else eval_batch
     _, _, base_id = load_base()
-    out: dict = {"base_id": base_id, "eval_path": args.eval_path, "overrides": overrides, "seeds": {}}
+    out: dict = {
+        "base_id": base_id,
+        "eval_path": args.eval_path,
+        "overrides": overrides,
+        "reward": args.reward,
+        "seeds": {},
+    }
     for seed in args.seeds:
         with tempfile.TemporaryDirectory() as tmp:
-            path, curves, seconds = train_one(seed, Path(tmp), overrides)
+            path, curves, seconds = train_one(seed, Path(tmp), overrides, args.reward)
             adapter = weights.load_adapter(path, base_id)
         print(
             f"seed {seed}: trained in {seconds:.0f} s; val pass@1 by step {curves['val/reward/pass_at_1']}", flush=True
