@@ -120,6 +120,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_policy.py
 	$(BIN)/python experiments/bench_sandbox.py
 	$(BIN)/python benchmarks/bench_stack.py
+	$(BIN)/python benchmarks/bench_learner.py
 
 words: $(STAMP)
 	$(BIN)/mtrl words build

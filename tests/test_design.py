@@ -18,6 +18,9 @@ ROOT = Path(__file__).resolve().parents[1] / "agent_src"
 TOOLKIT = "mtrl_course"
 LOCAL = "mtrl_course.local"
 SEAM = "mtrl_course.aws"
+# The learner (a tiny language model and its GRPO) sits between the foundation and local/: local/
+# serves it, it never reaches up into local/, the seam or a step module.
+LEARNER = "mtrl_course.learner"
 # What the stand-ins in local/ may use of the toolkit: the foundation, never the seam or a step.
 FOUNDATION = {
     "mtrl_course.config",
@@ -109,8 +112,18 @@ def test_nothing_in_local_imports_back_up():
     for name, targets in GRAPH.items():
         if not name.startswith(LOCAL):
             continue
-        up = {t for t in targets if t.startswith(TOOLKIT) and not t.startswith(LOCAL) and t not in FOUNDATION}
-        assert not up, f"{name} imports {sorted(up)}; local/ may use only {sorted(FOUNDATION)}"
+        up = {
+            t for t in targets if t.startswith(TOOLKIT) and not t.startswith((LOCAL, LEARNER)) and t not in FOUNDATION
+        }
+        assert not up, f"{name} imports {sorted(up)}; local/ may use only {sorted(FOUNDATION)} and the learner"
+
+
+def test_the_learner_imports_only_the_foundation_and_the_agents_text():
+    learner = [name for name in GRAPH if name == LEARNER or name.startswith(LEARNER + ".")]
+    assert f"{LEARNER}.model" in learner
+    for name in learner:
+        toolkit = {t for t in GRAPH[name] if t.startswith(TOOLKIT) and not t.startswith(LEARNER)}
+        assert toolkit <= FOUNDATION, f"{name} imports {sorted(toolkit - FOUNDATION)}; the learner sits below local/"
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

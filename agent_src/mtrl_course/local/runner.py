@@ -70,12 +70,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -125,6 +126,18 @@ STANDIN_TAG_VALUE = (
 )
 
 NO_SAMPLES = "No sampling requests were received"
+# Which model plays (a runner option, or this environment variable for a whole process): the
+# stand-in policy (the default) or the learner, a tiny language model (`mtrl_course.learner`,
+# served by `local.lm_policy`, trained by `local.lm_lane`).
+POLICY_ENV = "MTRL_OFFLINE_POLICY"
+POLICY_STANDIN, POLICY_LEARNER = "standin", "learner"
+POLICIES = (POLICY_STANDIN, POLICY_LEARNER)
+
+
+def default_policy() -> str:
+    """`MTRL_OFFLINE_POLICY` if it names a policy, else the stand-in."""
+    value = os.environ.get(POLICY_ENV, "").strip().lower()
+    return value if value in POLICIES else POLICY_STANDIN
 
 
 class ReportingJob(Protocol):
@@ -169,8 +182,11 @@ class RunnerOptions:
     # the analogue of the service's intermediate checkpoints: notebook 10 evaluates them at
     # serving settings to ask whether training longer helps where the model is served.
     checkpoint_every: int = 0
+    policy: str = field(default_factory=default_policy)
 
     def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy {self.policy!r} is not one of {POLICIES}")
         if self.lane not in LANES:
             raise ValueError(f"lane {self.lane!r} is not one of {LANES}")
         if self.reward not in REWARD_VARIANTS:
@@ -337,7 +353,7 @@ class _JobSession:
         self,
         job: ReportingJob,
         options: RunnerOptions,
-        policy: StandInPolicy,
+        policy: Any,
         max_concurrency: int,
         timeout_s: float,
         max_retries: int,
@@ -350,6 +366,10 @@ class _JobSession:
         self.runtime = offline_backend().runtimes.get(job.runtime_arn)
         self.generation = getattr(self.runtime, "generation", 0)
         default_workers = FAST_LANE_WORKERS if options.lane == LANE_FAST else FULL_LANE_WORKERS
+        if options.policy == POLICY_LEARNER and options.lane == LANE_FAST:
+            from mtrl_course.local.lm_lane import LEARNER_WORKERS
+
+            default_workers = LEARNER_WORKERS
         self.workers = max(1, min(max_concurrency, options.workers or default_workers))
         self.timeout_s = float(timeout_s)
         self.attempts = 1 + int(max_retries)
@@ -377,7 +397,7 @@ class _JobSession:
         if options.lane == LANE_FULL:
             self.emulator.serve()
 
-    def set_policy(self, policy: StandInPolicy) -> None:
+    def set_policy(self, policy: Any) -> None:
         self.emulator.set_policy(self.job.arn, policy)
 
     def close(self) -> None:
@@ -732,7 +752,7 @@ def _records(outcomes: Sequence[RolloutOutcome]) -> list[list[metrics.RolloutRec
     return [[o.record for o in group] for group in _groups(outcomes)]
 
 
-def _open(job: ReportingJob, options: RunnerOptions, policy: StandInPolicy) -> tuple[_JobSession, _MlflowLog]:
+def _open(job: ReportingJob, options: RunnerOptions, policy: Any) -> tuple[_JobSession, _MlflowLog]:
     hp = job.hyperparameters
     session = _JobSession(
         job, options, policy, int(hp["rollout_max_concurrency"]), hp["rollout_timeout"], hp["rollout_max_retries"]
@@ -747,9 +767,14 @@ def _open(job: ReportingJob, options: RunnerOptions, policy: StandInPolicy) -> t
 class _Training:
     """One training job's loop: steps of rollouts, GRPO updates and metrics; validation between."""
 
-    def __init__(self, job: ReportingJob, options: RunnerOptions, adapter: Adapter) -> None:
+    def __init__(self, job: ReportingJob, options: RunnerOptions, adapter: Any) -> None:
         hp = self.hp = job.hyperparameters
         self.job, self.options, self.adapter = job, options, adapter
+        self.learner: Any = None
+        if options.policy == POLICY_LEARNER:
+            from mtrl_course.local.lm_lane import LearnerTrainee
+
+            self.learner = LearnerTrainee(hp, adapter, options.seed)
         self.train_rows, self.val_rows = job.prompts("train"), job.prompts("validation")
         self.batch, self.group = int(hp["global_batch_size"]), int(hp["group_size"])
         self.per_epoch = math.ceil(len(self.train_rows) / self.batch)
@@ -763,8 +788,10 @@ class _Training:
         job, hp = self.job, self.hp
         if self.config.advantage_method not in grpo.IMPLEMENTED_METHODS:
             job.log(f"advantage_method {self.config.advantage_method} runs as group_based with the {LABEL}")
-        job.set_secondary("Training", f"Training with the {LABEL} on the {self.options.lane} lane")
-        self.session, self.mlflow = _open(job, self.options, StandInPolicy(self.adapter, seed=self.options.seed))
+        label = self.learner.label if self.learner else LABEL
+        job.set_secondary("Training", f"Training with the {label} on the {self.options.lane} lane")
+        first = self.learner.policy() if self.learner else StandInPolicy(self.adapter, seed=self.options.seed)
+        self.session, self.mlflow = _open(job, self.options, first)
         job.update_progress(
             MaxEpoch=int(hp["max_epochs"]),
             StepsPerEpoch=self.per_epoch,
@@ -784,8 +811,11 @@ class _Training:
                         return
                     if not self._step(step) or not self._validate(step):
                         return
-            job.set_secondary("Uploading", f"Saving the {LABEL} adapter as the output model package")
-            _publish(job, self.options, self.adapter)
+            job.set_secondary("Uploading", f"Saving the {label} adapter as the output model package")
+            if self.learner:
+                _publish_learner(job, self.options, self.learner)
+            else:
+                _publish(job, self.options, self.adapter)
             status = "FINISHED"
         finally:
             self.mlflow.finish(status)
@@ -826,6 +856,8 @@ class _Training:
         batch = [
             grpo.TrajectorySample(float(a), o.traces) for g, adv in zip(groups, advantages) for o, a in zip(g, adv)
         ]
+        if self.learner:
+            return self._learner_step(step, epoch, tasks, outcomes, groups, advantages, started, rollout_seconds)
         update_started = time.monotonic()
         self.adapter = grpo.update(self.adapter, batch, self.optimizer, step).adapter
         update_seconds = time.monotonic() - update_started
@@ -841,6 +873,37 @@ class _Training:
         values.update(metrics.training_metrics(step, epoch, records, train_tokens))
         adapter_norm = float(np.linalg.norm(self.adapter.weights))
         values.update(metrics.standin_metrics(records, policy.format_probabilities(), adapter_norm))
+        values["timing_s/training"] = rollout_seconds
+        values["timing_s/policy_update"] = update_seconds
+        values["timing_s/step"] = time.monotonic() - started
+        self.mlflow.log(values, step)
+        return True
+
+    def _learner_step(
+        self,
+        step: int,
+        epoch: int,
+        tasks: Sequence[RolloutTask],
+        outcomes: Sequence[RolloutOutcome],
+        groups: list[list[RolloutOutcome]],
+        advantages: list[np.ndarray],
+        started: float,
+        rollout_seconds: float,
+    ) -> bool:
+        """The learner's update, checkpoint and metrics (the rollouts and advantages are shared)."""
+        traces = [o.traces for g in groups for o in g]
+        flat_advantages = [float(a) for adv in advantages for a in adv]
+        update_seconds = self.learner.update(traces, flat_advantages, step)
+        self.adapter = self.learner.adapter
+        if self.options.checkpoint_every and step % self.options.checkpoint_every == 0:
+            self.learner.save(self.options.adapter_dir, f"{self.job.name}-step{int(step):03d}")
+        self.session.set_policy(self.learner.policy())
+        train_tokens = sum(o.record.tokens for o in outcomes)
+        self.job.add_billable_tokens(train=train_tokens)
+        records = [[o.record for o in g] for g in groups]
+        values = metrics.rollout_metrics(records, advantages, dispatched=len(tasks))
+        values.update(metrics.training_metrics(step, epoch, records, train_tokens))
+        values.update(self.learner.metrics(traces))
         values["timing_s/training"] = rollout_seconds
         values["timing_s/policy_update"] = update_seconds
         values["timing_s/step"] = time.monotonic() - started
@@ -875,11 +938,29 @@ def checkpoint_path(directory: Path, job_name: str, step: int) -> Path:
 
 def train(job: ReportingJob, options: RunnerOptions) -> None:
     """The training runner's body (see the module docstring)."""
-    start = _starting_adapter(job, options)
+    start = _starting_adapter(job, options) if options.policy == POLICY_STANDIN else _learner_adapter(job, options)
     if isinstance(start, str):
         job.fail(start)
         return
     _Training(job, options, start).run()
+
+
+def _learner_adapter(job: ReportingJob, options: RunnerOptions) -> Any:
+    from mtrl_course.local import lm_lane
+
+    return lm_lane.training_adapter(job, options.adapter_dir, options.seed)
+
+
+def _learner_evaluation_adapter(job: ReportingJob, options: RunnerOptions) -> Any:
+    from mtrl_course.local import lm_lane
+
+    return lm_lane.evaluation_adapter(job, options.adapter_dir)
+
+
+def _publish_learner(job: ReportingJob, options: RunnerOptions, trainee: Any) -> None:
+    from mtrl_course.local import lm_lane
+
+    lm_lane.publish(job, options.adapter_dir, trainee)
 
 
 def _publish(job: ReportingJob, options: RunnerOptions, adapter: Adapter) -> None:
@@ -898,14 +979,21 @@ def _publish(job: ReportingJob, options: RunnerOptions, adapter: Adapter) -> Non
 def evaluate(job: ReportingJob, options: RunnerOptions) -> None:
     """The evaluation runner's body: eval_group_size rollouts per row at the requested temperature."""
     hp = job.hyperparameters
-    start = _starting_adapter(job, options)
+    learner = options.policy == POLICY_LEARNER
+    start: Any = _learner_evaluation_adapter(job, options) if learner else _starting_adapter(job, options)
     if isinstance(start, str):
         job.fail(start)
         return
     rows = job.prompts("evaluation")
-    policy = StandInPolicy(start, seed=options.seed)
-    model = f"adapter step {start.step}" if start.step else "base"
-    job.set_secondary("Evaluating", f"Evaluating the {LABEL} ({model}) on the {options.lane} lane")
+    if learner:
+        from mtrl_course.local.lm_policy import LABEL as LEARNER_LABEL, LearnerPolicy
+
+        policy: Any = LearnerPolicy(start, seed=options.seed)
+        label = LEARNER_LABEL
+    else:
+        policy, label = StandInPolicy(start, seed=options.seed), LABEL
+    model = f"adapter step {start.step}" if start is not None and start.step else "base"
+    job.set_secondary("Evaluating", f"Evaluating the {label} ({model}) on the {options.lane} lane")
     session, mlflow = _open(job, options, policy)
     status = "FAILED"
     try:
@@ -927,9 +1015,10 @@ def evaluate(job: ReportingJob, options: RunnerOptions) -> None:
         job.set_rollout_info(total=len(tasks), completed=len(outcomes))
         records = _records(outcomes)
         values = metrics.success_metrics("eval", records, float(hp["success_threshold"]), hp["pass_k_values"])
-        values.update(
-            metrics.standin_metrics(records, policy.format_probabilities(), float(np.linalg.norm(start.weights)))
-        )
+        if not learner:
+            values.update(
+                metrics.standin_metrics(records, policy.format_probabilities(), float(np.linalg.norm(start.weights)))
+            )
         values["timing_s/eval"] = time.monotonic() - started
         mlflow.log(values, 0)
         job.set_secondary("Uploading", "Writing the evaluation results")

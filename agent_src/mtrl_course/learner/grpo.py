@@ -1,0 +1,238 @@
+"""Token-level GRPO on a LoRA adapter, in one file (read it top to bottom).
+
+One training step of the local MTRL service with the learner as the policy:
+
+1. Each prompt was played `group_size` times through the real agent; each game got ONE reward
+   (the episode's, from the game). The runner turns a group's rewards into advantages,
+   A_i = (r_i - mean(r)) / (std(r) + eps) (`mtrl_course.local.grpo.group_advantages`, shared with
+   the stand-in). Every token the model sampled in game i gets the same A_i: that is how one
+   reward per game becomes a per-token update.
+2. Which tokens are trained: only those the model itself sampled. Each turn's `policy_trace`
+   holds the prompt it was given, the tokens it sampled and their log-probabilities. The system
+   marker, the task and the tool results are in the prompt, never in the sampled tokens, so they
+   are masked out: the model did not choose them, and pushing up their probability would teach
+   it to predict the game instead of playing it. (The turns of one game share a growing prefix:
+   turn k's prompt plus its reply is the start of turn k+1's prompt whenever the template
+   re-renders the reply exactly, which the parser's round trip guarantees for well-formed
+   calls; such turns are trained in one sequence, the others on their own.)
+3. The per-token objective (PPO's clipped surrogate, as GRPO uses it; maximised):
+       rho_t = pi_theta(o_t | o_<t) / pi_old(o_t | o_<t) = exp(logp_new - logp_old)
+       J = (1 / |B|) sum_i (1 / |o_i|) sum_t min(rho_t A_i, clip(rho_t, low, high) A_i) - beta KL
+   with `low`, `high` the service's `clip_low_threshold` and `clip_high_threshold` (0.8, 1.2):
+   the service documents them as bounds on the ratio, so they are used as bounds, not as
+   1 +- epsilon. The gradient of the min with respect to logp_new is rho_t A_i where the
+   unclipped term is the smaller one, and 0 where the ratio is already past the bound in the
+   advantage's direction (the clipped term is constant there). Then
+       d logp(o_t) / d logits_t = onehot(o_t) - softmax(logits_t)
+   and the model's backward pass carries it to the adapter. With one update per batch of fresh
+   samples, rho = 1 everywhere on the first pass and clipping does not bite; it does when
+   samples come from an older adapter (the service's `max_steps_off_policy`).
+   Normalisation: GRPO's 1/|o_i| (each game weighs the same, however many tokens it wrote),
+   then the mean over every game of the batch (zero-advantage games included, as the stand-in's
+   update counts them).
+4. The KL term. The service's documentation names no KL coefficient and does not say whether
+   there is one, against which reference, or with which estimator. Chosen here: the k3 estimator
+   (Schulman) against the base model (the adapter switched off), per sampled token,
+       KL_t = exp(ref_t - new_t) - (ref_t - new_t) - 1,   dKL_t / d new_t = 1 - exp(ref_t - new_t),
+   weighted by `KL_COEF`, which defaults to 0: recent GRPO recipes (DAPO, Dr. GRPO, TRL's default)
+   drop it, and the base's reference forward pass would double the cost of a step. Set it above
+   0 to see what it does; the code path is tested.
+5. Adam (`learner.optim.AdamW`, the service's beta1, beta2, eps and gradient-norm clip) takes
+   one step on the adapter's A and B matrices; the base never changes. Its step size is the
+   job's `learning_rate` times `LR_SCALE`: the service's rates (1e-5 to 1e-2) are tuned for the
+   LoRA of a 20-billion-parameter model, where one Adam step of 1e-5 on every adapter entry
+   moves the model noticeably; on a 128-wide model the same step changes nothing in ten steps.
+   `LR_SCALE` was picked so that the walkthrough's 1e-5 trains the learner visibly in the
+   default run; it is a choice for the lesson, not a finding about any real model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from mtrl_course.learner import model as lm
+from mtrl_course.learner.lora import Adapter
+from mtrl_course.learner.optim import AdamW
+from mtrl_course.learner.tokenizer import PAD
+
+CLIP_LOW_THRESHOLD = 0.8
+CLIP_HIGH_THRESHOLD = 1.2
+KL_COEF = 0.0
+LR_SCALE = 300.0
+# Sequences per backward pass are packed up to about this many tokens (memory: the attention
+# probabilities of a pass are batch x heads x length^2 floats per layer).
+MICROBATCH_TOKENS = 6000
+MAX_LOG_RATIO = 20.0
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One sampled reply: the prompt it read, the tokens it wrote and their old log-probabilities."""
+
+    prompt: tuple[int, ...]
+    tokens: tuple[int, ...]
+    logprobs: tuple[float, ...]
+
+    @classmethod
+    def from_trace(cls, trace: Mapping) -> Turn:
+        return cls(tuple(trace["prompt"]), tuple(trace["tokens"]), tuple(float(x) for x in trace["logprobs"]))
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One game: its advantage and its turns in order."""
+
+    advantage: float
+    turns: Sequence[Turn]
+
+
+@dataclass(frozen=True)
+class Sequence_:
+    """A token sequence to run forward, and which positions hold sampled tokens (with their game)."""
+
+    tokens: np.ndarray
+    positions: np.ndarray  # index t of each sampled token (predicted from position t - 1)
+    old_logprobs: np.ndarray
+    weight: float  # A_i / |o_i|
+    advantage: float
+
+
+def sequences(sample: Sample) -> list[Sequence_]:
+    """The fewest sequences that hold every sampled token of a game with its exact context."""
+    turns = [t for t in sample.turns if t.tokens]
+    total = sum(len(t.tokens) for t in turns)
+    if not turns or total == 0:
+        return []
+    weight = sample.advantage / total
+    out: list[Sequence_] = []
+    current: list[int] = []
+    positions: list[int] = []
+    olds: list[float] = []
+    for turn in turns:
+        prompt = list(turn.prompt)
+        if not (current and prompt[: len(current)] == current):
+            if current:
+                out.append(_seq(current, positions, olds, weight, sample.advantage))
+            current, positions, olds = [], [], []
+        current = prompt[:]  # the new prompt extends (or replaces) the running sequence
+        positions += list(range(len(current), len(current) + len(turn.tokens)))
+        olds += list(turn.logprobs)
+        current += list(turn.tokens)
+    out.append(_seq(current, positions, olds, weight, sample.advantage))
+    return out
+
+
+def _seq(tokens: list[int], positions: list[int], olds: list[float], weight: float, advantage: float) -> Sequence_:
+    return Sequence_(np.asarray(tokens), np.asarray(positions), np.asarray(olds), weight, advantage)
+
+
+@dataclass
+class StepStats:
+    games: int = 0
+    games_used: int = 0
+    sampled_tokens: int = 0
+    clipped_tokens: int = 0
+    kl: float = 0.0
+    grad_norm: float = 0.0
+    loss: float = 0.0
+    forward_tokens: int = 0
+
+
+def objective_gradient(
+    params: Mapping[str, np.ndarray],
+    config: lm.ModelConfig,
+    adapter: Adapter,
+    batch: Sequence[Sample],
+    *,
+    clip_low: float = CLIP_LOW_THRESHOLD,
+    clip_high: float = CLIP_HIGH_THRESHOLD,
+    kl_coef: float = KL_COEF,
+) -> tuple[dict[str, np.ndarray], StepStats]:
+    """The gradient of the loss -J (descend it) with respect to the adapter's A and B matrices."""
+    stats = StepStats(games=len(batch))
+    seqs = []
+    for sample in batch:
+        if sample.advantage == 0:
+            continue
+        found = sequences(sample)
+        if found:
+            stats.games_used += 1
+            seqs += found
+    grads = {k: np.zeros_like(v, dtype=np.float64) for k, v in adapter.tensors().items()}
+    if not seqs or not batch:
+        return grads, stats
+    scale = 1.0 / len(batch)
+    kl_sum = 0.0
+    for chunk in _microbatches(seqs):
+        width = max(len(s.tokens) for s in chunk)
+        tokens = np.full((len(chunk), width), PAD, dtype=np.int64)
+        for i, s in enumerate(chunk):
+            tokens[i, : len(s.tokens)] = s.tokens
+        inputs = tokens[:, :-1]
+        logits, cache = lm.forward(params, config, inputs, adapter)
+        logp = lm.log_softmax(logits.astype(np.float64))
+        dlogits = np.zeros_like(logits)
+        reference = lm.log_softmax(lm.forward(params, config, inputs)[0].astype(np.float64)) if kl_coef > 0 else None
+        for i, s in enumerate(chunk):
+            rows = s.positions - 1
+            picked = s.tokens[s.positions]
+            new = logp[i, rows, picked]
+            ratio = np.exp(np.minimum(new - s.old_logprobs, MAX_LOG_RATIO))
+            clipped = (s.advantage > 0) & (ratio > clip_high) | (s.advantage < 0) & (ratio < clip_low)
+            stats.clipped_tokens += int(clipped.sum())
+            stats.sampled_tokens += len(picked)
+            surrogate = np.minimum(ratio * s.advantage, np.clip(ratio, clip_low, clip_high) * s.advantage)
+            stats.loss -= float(surrogate.sum()) * s.weight / s.advantage * scale
+            # d(-J)/d logp_new per token: -(A / |o_i|) rho where unclipped, 0 where clipped.
+            d_new = np.where(clipped, 0.0, -ratio * s.weight)
+            if reference is not None:
+                ref = reference[i, rows, picked]
+                kl = np.exp(ref - new) - (ref - new) - 1
+                kl_sum += float(kl.sum())
+                d_new = d_new + kl_coef * (1 - np.exp(ref - new)) * abs(s.weight / s.advantage)
+            d_new = d_new * scale
+            # d logp(o_t) / d logits_t = onehot - softmax.
+            probs = np.exp(logp[i, rows])
+            d = -probs * d_new[:, None]
+            d[np.arange(len(rows)), picked] += d_new
+            dlogits[i, rows] += d.astype(dlogits.dtype)
+        stats.forward_tokens += int(inputs.size)
+        weight_grads = lm.backward(dlogits, params, config, cache)
+        for name, g in adapter.gradients(weight_grads).items():
+            grads[name] += g
+    stats.kl = kl_sum / max(stats.sampled_tokens, 1)
+    return grads, stats
+
+
+def _microbatches(seqs: list[Sequence_]) -> list[list[Sequence_]]:
+    ordered = sorted(seqs, key=lambda s: len(s.tokens))
+    chunks: list[list[Sequence_]] = []
+    current: list[Sequence_] = []
+    for s in ordered:
+        if current and len(s.tokens) * (len(current) + 1) > MICROBATCH_TOKENS:
+            chunks.append(current)
+            current = []
+        current.append(s)
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def update(
+    params: Mapping[str, np.ndarray],
+    config: lm.ModelConfig,
+    adapter: Adapter,
+    batch: Sequence[Sample],
+    optimizer: AdamW,
+    step: int,
+    **objective: float,
+) -> tuple[Adapter, StepStats]:
+    """One GRPO step: the batch's gradient, then one Adam step on the adapter (if any game counted)."""
+    grads, stats = objective_gradient(params, config, adapter, batch, **objective)
+    if not stats.games_used:
+        return adapter.with_tensors(adapter.tensors(), step=step), stats
+    new, stats.grad_norm = optimizer.step(adapter.tensors(), grads)
+    return adapter.with_tensors(new, step=step), stats

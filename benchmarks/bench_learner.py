@@ -1,0 +1,142 @@
+"""Speed of the learner (the tiny language model): generation, the GRPO step, and MFU.
+
+    python benchmarks/bench_learner.py [--batch 64] [--prompt 100] [--new 32] [--repeats 3]
+
+Prints, measured in this run on this machine:
+- the float32 matrix-multiply rate (512 x 512 x 512, one BLAS thread as the learner uses it,
+  and with the library's default threads), the yardstick for the rest;
+- generated tokens per second: `--batch` prompts of `--prompt` tokens read into the KV cache and
+  `--new` tokens sampled for each, batched as the serving engine batches them;
+- the GRPO step's time on a batch of games shaped like the default run's (256 games of about
+  130 tokens, 6 turns each; forward, backward and the Adam step on the adapter);
+- model FLOPs utilisation (MFU): the model's FLOPs per second in each (2 x multiply-adds of
+  every weight matrix per token, plus attention's q.k and p.v over the context; the backward
+  counted as twice the forward) divided by the one-thread matrix-multiply rate.
+
+The weights are the committed base if present (else random weights of the same shape: speed
+does not depend on the values). Medians over `--repeats`. On a shared machine, wall-clock times
+include the neighbours: run it on an idle one for figures to quote.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from mtrl_course.learner import grpo, sampler  # noqa: E402
+from mtrl_course.learner import model as lm  # noqa: E402
+from mtrl_course.learner.lora import Adapter  # noqa: E402
+from mtrl_course.learner.optim import AdamW  # noqa: E402
+from mtrl_course.learner.tokenizer import VOCAB_SIZE  # noqa: E402
+
+
+def matmul_rate(threads: int | None, n: int = 512, reps: int = 20) -> float:
+    """GFLOP/s of an n x n x n float32 product, with `threads` BLAS threads (None: the default)."""
+    from threadpoolctl import threadpool_limits
+
+    a = np.random.default_rng(0).random((n, n), dtype=np.float32)
+    b = np.random.default_rng(1).random((n, n), dtype=np.float32)
+    with threadpool_limits(limits=threads, user_api="blas"):
+        a @ b
+        started = time.perf_counter()
+        for _ in range(reps):
+            a @ b
+        return 2 * n**3 * reps / (time.perf_counter() - started) / 1e9
+
+
+def forward_flops(config: lm.ModelConfig, tokens: int, context: float) -> float:
+    """FLOPs of a forward pass over `tokens` tokens that each attend to `context` positions."""
+    d, layers = config.d_model, config.layers
+    weights = layers * (3 * d * d + d * d + 2 * d * d * config.mlp_ratio) + config.vocab * d  # + tied head
+    attention = layers * 2 * d * context  # q.k and p.v
+    return 2.0 * tokens * (weights + attention)
+
+
+def load_or_random() -> tuple[dict, lm.ModelConfig, str]:
+    try:
+        from mtrl_course.local.lm_policy import load_base
+
+        return load_base()
+    except (FileNotFoundError, ValueError):
+        config = lm.ModelConfig(VOCAB_SIZE)
+        return lm.init_params(config, np.random.default_rng(0)), config, "random weights"
+
+
+def bench_generation(params, config, batch, prompt, new, seed):
+    rng = np.random.default_rng(seed)
+    prompts = [list(rng.integers(10, VOCAB_SIZE, prompt)) for _ in range(batch)]
+    params_s = [sampler.SamplingParams(1.0, 1.0, new, frozenset()) for _ in prompts]
+    started = time.perf_counter()
+    sampler.generate(params, config, prompts, params_s, [np.random.default_rng([seed, i]) for i in range(batch)])
+    seconds = time.perf_counter() - started
+    flops = forward_flops(config, batch * prompt, prompt / 2) + forward_flops(config, batch * new, prompt + new / 2)
+    return batch * new / seconds, batch * (prompt + new) / seconds, flops / seconds / 1e9
+
+
+def synthetic_games(games: int, turns: int, rng: np.random.Generator) -> list[grpo.Sample]:
+    out = []
+    for g in range(games):
+        context = list(rng.integers(10, VOCAB_SIZE, 4))
+        sampled = []
+        for _ in range(turns):
+            reply = list(rng.integers(10, VOCAB_SIZE, 9))
+            sampled.append(grpo.Turn(tuple(context), tuple(reply), tuple([-1.0] * len(reply))))
+            context = context + reply + list(rng.integers(10, VOCAB_SIZE, 11))
+        out.append(grpo.Sample(1.0 if g % 2 else -1.0, sampled))
+    return out
+
+
+def bench_step(params, config, games, turns, seed):
+    rng = np.random.default_rng(seed)
+    adapter = Adapter.new(config, 32, 64, rng)
+    batch = synthetic_games(games, turns, rng)
+    started = time.perf_counter()
+    _, stats = grpo.update(params, config, adapter, batch, AdamW(1e-3), step=1)
+    seconds = time.perf_counter() - started
+    length = stats.forward_tokens / max(1, len(batch))
+    flops = 3 * forward_flops(config, stats.forward_tokens, length / 2)
+    return seconds, stats.forward_tokens, flops / seconds / 1e9
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--prompt", type=int, default=100)
+    ap.add_argument("--new", type=int, default=32)
+    ap.add_argument("--games", type=int, default=256)
+    ap.add_argument("--turns", type=int, default=6)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args(argv)
+    params, config, base_id = load_or_random()
+    print(f"learner: {lm.count_parameters(params):,} parameters ({base_id}), {config}")
+    rate_1 = statistics.median(matmul_rate(1) for _ in range(args.repeats))
+    rate_all = statistics.median(matmul_rate(None) for _ in range(args.repeats))
+    print(
+        f"float32 matmul 512^3: {rate_1:.1f} GFLOP/s on one BLAS thread, {rate_all:.1f} GFLOP/s with the default threads"
+    )
+    gens = [bench_generation(params, config, args.batch, args.prompt, args.new, r) for r in range(args.repeats)]
+    gen_tps, all_tps, gen_gflops = (statistics.median(x) for x in zip(*gens))
+    print(
+        f"generation (batch {args.batch}, {args.prompt}-token prompts, {args.new} new tokens each): "
+        f"{gen_tps:,.0f} generated tokens/s ({all_tps:,.0f} tokens/s with the prefill); "
+        f"{gen_gflops:.2f} GFLOP/s = MFU {gen_gflops / rate_1:.1%} of one thread"
+    )
+    steps = [bench_step(params, config, args.games, args.turns, r) for r in range(args.repeats)]
+    seconds, tokens, step_gflops = (statistics.median(x) for x in zip(*steps))
+    print(
+        f"GRPO step ({args.games} games x {args.turns} turns, {tokens:,.0f} tokens through forward and backward): "
+        f"{seconds:.2f} s; {step_gflops:.2f} GFLOP/s = MFU {step_gflops / rate_1:.1%} of one thread"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,221 @@
+"""Does token-level GRPO on the learner's LoRA adapter beat its base? Measured over seeds.
+
+Each seed trains the learner (`mtrl_course.learner`, behind the `policy="learner"` runner switch)
+with the course's default offline run: notebook 05's settings (32 prompts x 8 rollouts a step,
+10 steps, validation on the 128 held-out words at temperature 0 every 2 steps, learning rate
+1e-5), the deployed reasoning effort "low", through the real runner, fast lane, rollout handler,
+game and reward, with an in-memory job (`local.failure_lab.MemoryJob`). Then the base and the
+trained adapter are evaluated on the 128 held-out words at the serving setting (temperature 1,
+low effort), at temperature 0 and at medium effort, through the real agent (fast lane,
+`--eval-path agent`, the default) or with the batched in-process player (`--eval-path batch`).
+
+    python experiments/learner_grpo.py --seeds 1 2 3          # writes results/learner_grpo.json
+
+Reported as measured: per seed, base and trained solve rates with their binomial standard errors
+(128 words), the gain, and across seeds the mean gain and its standard error.
+
+Stored results: `results/learner_grpo.json` (the committed base, stage 4), and the same run from
+the earlier bases (`results/learner_grpo_stage2_base.json`, `..._stage3_base.json`). All three are
+nulls or losses on the solve rate (stage 4: T=1 low 0.8% -> 0%, greedy 5.5% -> 0% in every seed): the base solves about 1% of the held-out words, so almost no group ever contains
+a solve and the advantages come from the shaping term alone. What GRPO then learns is what the
+shaping pays for: the trained adapters write fewer and shorter turns (tool-call rate 0.70 -> 0.41
+to 0.59, medium-effort tokens per game about 105 -> 22 to 40) and end games early, which raises
+the mean reward of a lost game a little and solves nothing.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # see experiments/train_base_lm.py
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "agent_src"))
+os.environ.setdefault("MTRL_MODE", "offline")
+
+from mtrl_course import config  # noqa: E402
+from mtrl_course.learner import play as batch_play  # noqa: E402
+from mtrl_course.learner import weights  # noqa: E402
+from mtrl_course.local import failure_lab, fastlane, hub, mlflow_store, runner  # noqa: E402
+from mtrl_course.local.jobruntime import JobRuntimeEmulator  # noqa: E402
+from mtrl_course.local.lm_policy import LearnerPolicy, load_base  # noqa: E402
+from wordle_agent import rollout  # noqa: E402
+
+RESULTS = REPO / "experiments" / "results" / "learner_grpo.json"
+SETTINGS = (("t1_low", 1.0, "low"), ("t0_low", 0.0, "low"), ("t1_medium", 1.0, "medium"))
+ACCOUNT_ARN = "arn:aws:sagemaker:us-east-1:123456789012:job/AgentRFTEvaluation/learner-eval-{}"
+_EVALS = iter(range(1, 10**9))
+
+
+def answer_of(task: str) -> str:
+    return json.loads(task)["answer"]
+
+
+def eval_agent(adapter, tasks, *, temperature, effort, seed, workers=64):
+    """Solve rate of `tasks` played through the real agent (fast lane, learner policy)."""
+    emulator = JobRuntimeEmulator()
+    arn = ACCOUNT_ARN.format(f"{os.getpid()}-{next(_EVALS)}")
+    emulator.register_job(arn, LearnerPolicy(adapter, seed=seed))
+
+    def one(item):
+        i, task = item
+        tid = f"eval-{i:04d}"
+        emulator.start_trajectory(arn, tid, rng_key=[seed, 2, 0, i, 0, 0])
+        fastlane.play_episode(emulator, arn, tid, task, temperature=temperature, max_tokens=8192)
+        t = emulator.trajectory(arn, tid)
+        reward = float(sum(t.rewards)) if t.rewards else float("nan")
+        return reward, t.completion_tokens
+
+    with config.environment({rollout.REASONING_EFFORT_ENV: effort}), fastlane.installed():
+        with ThreadPoolExecutor(workers) as pool:
+            results = list(pool.map(one, enumerate(tasks)))
+    solved = np.array([r >= 1.0 for r, _ in results], dtype=float)
+    return {
+        "solve_rate": float(solved.mean()),
+        "standard_error": float(solved.std(ddof=1) / np.sqrt(len(solved))),
+        "mean_reward": float(np.nanmean([r for r, _ in results])),
+        "completion_tokens_per_game": float(np.mean([c for _, c in results])),
+    }
+
+
+def eval_batch(adapter, tasks, *, temperature, effort, seed):
+    params, model_config, _ = load_base()
+    games = batch_play.play_games(
+        params,
+        model_config,
+        [answer_of(t) for t in tasks],
+        temperature=temperature,
+        effort=effort,
+        seed=seed,
+        adapter=adapter,
+    )
+    rate, se = batch_play.solve_rate(games)
+    return {
+        "solve_rate": rate,
+        "standard_error": se,
+        "mean_reward": float(np.mean([g.reward for g in games])),
+        "completion_tokens_per_game": float(np.mean([sum(len(t["tokens"]) for t in g.turns) for g in games])),
+    }
+
+
+def train_one(seed: int, state: Path, hp_overrides: dict, reward: str = "tiered") -> tuple[Path, dict, float]:
+    from mtrl_course.aws import offline_backend
+
+    offline_backend()  # the in-memory job lives in the offline backend's account
+    hp = {name: entry["default"] for name, entry in hub.TRAINING_SPEC.items()}
+    hp.update(failure_lab.DEFAULT_RUN)
+    hp.update(hp_overrides)
+    name = f"learner-grpo-s{seed}-{time.strftime('%Y%m%d%H%M%S')}"
+    tracking = mlflow_store.ensure_store(state / "mlflow.db")
+    prompts = {"train": failure_lab.rows("training"), "validation": failure_lab.rows("validation")}
+    job = failure_lab.MemoryJob(name, hp, prompts, tracking, experiment="learner-grpo")
+    options = runner.RunnerOptions(
+        seed=seed, adapter_dir=state / "adapters", policy=runner.POLICY_LEARNER, reward=reward
+    )
+    started = time.monotonic()
+    with failure_lab.reasoning_effort(failure_lab.DEPLOYED_EFFORT):
+        runner.train(job, options)
+    seconds = time.monotonic() - started
+    if job.failure:
+        raise RuntimeError(f"training failed: {job.failure}")
+    keys = (
+        "val/reward/pass_at_1",
+        "rollout/reward/mean",
+        "learner/update/grad_norm",
+        "learner/format/tool_call_rate",
+        "timing_s/step",
+        "timing_s/policy_update",
+        "timing_s/training",
+        "timing_s/eval",
+        "learner/update/clipped_share",
+    )
+    curves = {k: job.metric(k) for k in keys}
+    return state / "adapters" / f"{name}.safetensors", curves, seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--eval-path", choices=("agent", "batch"), default="agent")
+    ap.add_argument("--learning-rate", type=float, default=None, help="override the run's learning_rate")
+    ap.add_argument("--max-steps", type=int, default=None)
+    ap.add_argument("--reward", choices=runner.REWARD_VARIANTS, default=runner.REWARD_TIERED)
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args(argv)
+    overrides = {}
+    if args.learning_rate is not None:
+        overrides["learning_rate"] = args.learning_rate
+    if args.max_steps is not None:
+        overrides["max_steps"] = args.max_steps
+    tasks = failure_lab.rows("validation")
+    evaluate = eval_agent if args.eval_path == "agent" else eval_batch
+    _, _, base_id = load_base()
+    out: dict = {
+        "base_id": base_id,
+        "eval_path": args.eval_path,
+        "overrides": overrides,
+        "reward": args.reward,
+        "seeds": {},
+    }
+    for seed in args.seeds:
+        with tempfile.TemporaryDirectory() as tmp:
+            path, curves, seconds = train_one(seed, Path(tmp), overrides, args.reward)
+            adapter = weights.load_adapter(path, base_id)
+        print(
+            f"seed {seed}: trained in {seconds:.0f} s; val pass@1 by step {curves['val/reward/pass_at_1']}", flush=True
+        )
+        row: dict = {
+            "train_seconds": seconds,
+            "curves": {k: {str(s): v for s, v in c.items()} for k, c in curves.items()},
+        }
+        for name, temperature, effort in SETTINGS:
+            started = time.monotonic()
+            base = evaluate(None, tasks, temperature=temperature, effort=effort, seed=1000 + seed)
+            trained = evaluate(adapter, tasks, temperature=temperature, effort=effort, seed=1000 + seed)
+            row[name] = {
+                "base": base,
+                "trained": trained,
+                "gain": trained["solve_rate"] - base["solve_rate"],
+                "seconds": time.monotonic() - started,
+            }
+            print(
+                f"  {name}: base {base['solve_rate']:.3f} ± {base['standard_error']:.3f} -> trained "
+                f"{trained['solve_rate']:.3f} ± {trained['standard_error']:.3f}",
+                flush=True,
+            )
+        out["seeds"][str(seed)] = row
+    summary = {}
+    for name, _, _ in SETTINGS:
+        gains = np.array([out["seeds"][str(s)][name]["gain"] for s in args.seeds])
+        bases = np.array([out["seeds"][str(s)][name]["base"]["solve_rate"] for s in args.seeds])
+        trained = np.array([out["seeds"][str(s)][name]["trained"]["solve_rate"] for s in args.seeds])
+        se = float(gains.std(ddof=1) / np.sqrt(len(gains))) if len(gains) > 1 else float("nan")
+        summary[name] = {
+            "base_mean": float(bases.mean()),
+            "trained_mean": float(trained.mean()),
+            "gain_mean": float(gains.mean()),
+            "gain_se_over_seeds": se,
+        }
+        print(
+            f"{name}: base {bases.mean():.3f}, trained {trained.mean():.3f}, gain {gains.mean():+.3f} ± {se:.3f} (SE over seeds)"
+        )
+    out["summary"] = summary
+    if not args.no_write:
+        RESULTS.write_text(json.dumps(out, indent=1) + "\n")
+        print(f"wrote {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

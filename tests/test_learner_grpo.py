@@ -1,0 +1,135 @@
+"""Token-level GRPO on the learner's LoRA adapter: the objective's gradient against finite
+differences (clipping and the KL term included), which tokens are trained, and the update."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mtrl_course.learner import grpo
+from mtrl_course.learner import model as lm
+from mtrl_course.learner.lora import Adapter
+from mtrl_course.learner.optim import AdamW
+
+TINY = lm.ModelConfig(vocab=11, context=24, d_model=8, layers=2, heads=2, mlp_ratio=2)
+
+
+def setup(seed=0):
+    rng = np.random.default_rng(seed)
+    params = {k: v + rng.normal(0, 0.3, v.shape) for k, v in lm.init_params(TINY, rng, np.float64).items()}
+    adapter = Adapter.new(TINY, rank=2, alpha=4, rng=rng, dtype=np.float64)
+    for name in adapter.b:
+        adapter.b[name] = rng.normal(0, 0.3, adapter.b[name].shape)
+    return rng, params, adapter
+
+
+def game(rng, advantage, turns=2, shared=True):
+    """A game whose turn k+1 prompt extends turn k's prompt + reply (shared) or not."""
+    out, context = [], list(rng.integers(1, TINY.vocab, 3))
+    for _ in range(turns):
+        reply = list(rng.integers(1, TINY.vocab, 3))
+        olds = list(rng.normal(-2.0, 0.5, len(reply)))
+        out.append(grpo.Turn(tuple(context), tuple(reply), tuple(olds)))
+        context = (context + reply if shared else list(rng.integers(1, TINY.vocab, 4))) + list(
+            rng.integers(1, TINY.vocab, 2)
+        )
+    return grpo.Sample(advantage, out)
+
+
+def loss_by_hand(params, adapter, batch, low, high, beta):
+    """-J computed turn by turn, straight from the formula in learner.grpo's docstring."""
+    total = 0.0
+    for sample in batch:
+        if sample.advantage == 0:
+            continue
+        n = sum(len(t.tokens) for t in sample.turns)
+        for turn in sample.turns:
+            seq = np.array([*turn.prompt, *turn.tokens])
+            logp = lm.log_softmax(lm.forward(params, TINY, seq[None, :-1], adapter)[0][0])
+            ref = lm.log_softmax(lm.forward(params, TINY, seq[None, :-1])[0][0])
+            for j, token in enumerate(turn.tokens):
+                row = len(turn.prompt) + j - 1
+                ratio = np.exp(logp[row, token] - turn.logprobs[j])
+                a = sample.advantage
+                term = min(ratio * a, np.clip(ratio, low, high) * a)
+                d = ref[row, token] - logp[row, token]
+                total -= term / n
+                total += beta * (np.exp(d) - d - 1) / n
+    return total / len(batch)
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.3])
+def test_objective_gradient_matches_finite_differences(beta):
+    rng, params, adapter = setup()
+    batch = [game(rng, 1.3), game(rng, -0.7, shared=False), game(rng, 0.0), game(rng, 0.4, turns=1)]
+    # Clip bounds inside the ratios' range, so some tokens are clipped and some are not.
+    low, high = 0.9, 1.1
+    grads, stats = grpo.objective_gradient(params, TINY, adapter, batch, clip_low=low, clip_high=high, kl_coef=beta)
+    assert stats.games_used == 3 and stats.sampled_tokens == 15  # 2 + 2 + 1 turns of 3 tokens
+    assert 0 < stats.clipped_tokens < stats.sampled_tokens
+    tensors = adapter.tensors()
+    eps = 1e-6
+    for name in ("h0.qkv.A", "h1.down.B", "h0.o.B"):
+        value = tensors[name]
+        for index in list(np.ndindex(value.shape))[:: max(1, value.size // 12)]:
+            keep = value[index]
+            value[index] = keep + eps
+            plus = loss_by_hand(params, adapter, batch, low, high, beta)
+            value[index] = keep - eps
+            minus = loss_by_hand(params, adapter, batch, low, high, beta)
+            value[index] = keep
+            np.testing.assert_allclose(grads[name][index], (plus - minus) / (2 * eps), rtol=1e-5, atol=1e-8)
+    if beta == 0:
+        np.testing.assert_allclose(stats.loss, loss_by_hand(params, adapter, batch, low, high, 0.0), rtol=1e-10)
+
+
+def test_turns_that_extend_each_other_are_trained_in_one_sequence():
+    rng = np.random.default_rng(1)
+    shared = grpo.sequences(game(rng, 1.0, turns=3))
+    separate = grpo.sequences(game(rng, 1.0, turns=3, shared=False))
+    assert len(shared) == 1 and len(separate) == 3
+    seq = shared[0]
+    # Only the sampled tokens are trained: 3 turns x 3 tokens, none of the prompt or tool tokens.
+    assert len(seq.positions) == 9
+    assert seq.weight == pytest.approx(1.0 / 9)
+
+
+def test_a_group_that_ties_teaches_nothing_and_an_update_moves_only_the_adapter():
+    rng, params, adapter = setup(2)
+    before = {k: v.copy() for k, v in params.items()}
+    tie = [game(rng, 0.0), game(rng, 0.0)]
+    same, stats = grpo.update(params, TINY, adapter, tie, AdamW(1e-2), step=1)
+    assert stats.games_used == 0
+    assert all(np.array_equal(same.tensors()[k], v) for k, v in adapter.tensors().items())
+    moved, stats = grpo.update(params, TINY, adapter, [game(rng, 1.0), game(rng, -1.0)], AdamW(1e-2), step=2)
+    assert stats.games_used == 2 and moved.step == 2
+    assert any(not np.array_equal(moved.tensors()[k], v) for k, v in adapter.tensors().items())
+    assert all(np.array_equal(params[k], before[k]) for k in params)
+
+
+def test_positive_advantage_raises_the_sampled_tokens_probability():
+    rng, params, adapter = setup(3)
+    sample = game(rng, 1.0, turns=1)
+    turn = sample.turns[0]
+    seq = np.array([*turn.prompt, *turn.tokens])
+
+    def logp(a):
+        out = lm.log_softmax(lm.forward(params, TINY, seq[None, :-1], a)[0][0])
+        return sum(out[len(turn.prompt) + j - 1, t] for j, t in enumerate(turn.tokens))
+
+    # Old log-probabilities equal to the current ones: ratio 1, nothing clipped.
+    fresh = grpo.Sample(
+        1.0,
+        [
+            grpo.Turn(
+                turn.prompt,
+                turn.tokens,
+                tuple(
+                    lm.log_softmax(lm.forward(params, TINY, seq[None, :-1], adapter)[0][0])[len(turn.prompt) + j - 1, t]
+                    for j, t in enumerate(turn.tokens)
+                ),
+            )
+        ],
+    )
+    new, _ = grpo.update(params, TINY, adapter, [fresh], AdamW(1e-2), step=1)
+    assert logp(new) > logp(adapter)

@@ -1,0 +1,63 @@
+"""The batched in-process player (learner.play) follows the agent's rules: with greedy decoding
+both it and the real handler (fast lane, LearnerPolicy) see the same prompts, so they must play
+the same games. Also: the committed base and its provenance agree."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from mtrl_course.learner import model as lm
+from mtrl_course.learner import play
+from mtrl_course.local import fastlane
+from mtrl_course.local.jobruntime import JobRuntimeEmulator
+from mtrl_course.local.lm_policy import BASE_DIR, LearnerPolicy, load_base
+from wordle_agent import rollout
+
+ARN = "arn:aws:sagemaker:us-east-1:123456789012:job/AgentRFT/learner-play-test"
+WORDS = ["BOUGH", "CHICK", "PLANT", "SHEEP"]
+
+
+@pytest.fixture(scope="module")
+def base():
+    return load_base()
+
+
+def agent_games(base, effort):
+    emulator = JobRuntimeEmulator()
+    emulator.register_job(ARN, LearnerPolicy(seed=0, base=base, batching=False))
+    games = []
+    with rollout.use_game_observer(lambda task_id, game: games.append(game)):
+        for i, word in enumerate(WORDS):
+            tid = f"t{effort}{i}"
+            emulator.start_trajectory(ARN, tid)
+            task = json.dumps({"prompt": play.TASK_TEXT, "answer": word.lower(), "id": tid})
+            env = {rollout.REASONING_EFFORT_ENV: effort}
+            from mtrl_course import config
+
+            with config.environment(env):
+                fastlane.play_episode(emulator, ARN, tid, task, temperature=0.0, max_tokens=64)
+    return games
+
+
+@pytest.mark.parametrize("effort", ["low", "medium"])
+def test_greedy_games_are_the_same_through_the_agent_and_the_batched_player(base, effort):
+    params, config, _ = base
+    batched = play.play_games(params, config, WORDS, temperature=0.0, effort=effort, seed=0)
+    through_agent = agent_games(base, effort)
+    assert [g.game.guesses for g in batched] == [g.guesses for g in through_agent]
+    assert [g.reward for g in batched] == pytest.approx([g.final_reward() for g in through_agent])
+
+
+def test_the_committed_base_matches_its_provenance(base):
+    params, config, base_id = base
+    provenance = json.loads((BASE_DIR / "base.json").read_text())
+    assert provenance["base_id"] == base_id
+    assert provenance["config"] == config.to_dict()
+    assert provenance["parameters"] == lm.count_parameters(params)
+    assert (BASE_DIR / provenance["weights_file"]).stat().st_size <= 10_000_000
+    rates = provenance["held_out"]["rates"]
+    assert {"t1_low", "t0_low", "t1_medium"} <= set(rates)
+    assert all(np.isfinite(r["solve_rate"]) for r in rates.values())
