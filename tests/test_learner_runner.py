@@ -60,3 +60,13 @@ def test_a_short_learner_job_trains_the_adapter_and_logs_its_metrics(tiny_base, 
     assert set(job.metric("val/reward/pass_at_1")) == {0, 2}
     assert set(job.metric("learner/update/sampled_tokens")) == {1, 2}
     assert set(job.metric("rollout/reward/mean")) == {1, 2}
+
+
+def test_an_unknown_policy_in_the_environment_is_refused_by_name(monkeypatch) -> None:
+    from mtrl_course.local import runner as offline_runner
+
+    monkeypatch.setenv(offline_runner.POLICY_ENV, "standin")
+    assert offline_runner.default_policy() == "standin"
+    monkeypatch.setenv(offline_runner.POLICY_ENV, "lerner")
+    with pytest.raises(ValueError, match="MTRL_OFFLINE_POLICY='lerner' names no offline policy"):
+        offline_runner.default_policy()

@@ -135,9 +135,13 @@ POLICIES = (POLICY_STANDIN, POLICY_LEARNER)
 
 
 def default_policy() -> str:
-    """`MTRL_OFFLINE_POLICY` if it names a policy, else the stand-in."""
+    """`MTRL_OFFLINE_POLICY` if set, else the stand-in; a value naming no policy is refused by name."""
     value = os.environ.get(POLICY_ENV, "").strip().lower()
-    return value if value in POLICIES else POLICY_STANDIN
+    if value and value not in POLICIES:
+        raise ValueError(
+            f"{POLICY_ENV}={value!r} names no offline policy; use one of {', '.join(POLICIES)} or unset it"
+        )
+    return value or POLICY_STANDIN
 
 
 class ReportingJob(Protocol):
