@@ -12,6 +12,7 @@ import sys
 import textwrap
 
 import pytest
+from lab_fixtures import instructor_attachment
 
 INSTRUCTOR_RUN = "inst1"
 LEARNER_RUN = "lrn1"
@@ -129,19 +130,7 @@ def test_prepare_in_live_mode_fills_what_the_learner_lacks_from_the_attachment(t
         for name in (resources.JOB_ROLE_ENV, resources.RUNTIME_ENV, resources.MLFLOW_APP_ENV, "MTRL_BUCKET"):
             monkeypatch.delenv(name, raising=False)
         account, region = config.MOTO_ACCOUNT, session.region_name
-        attachment = lab.Attachment(
-            run_id=INSTRUCTOR_RUN,
-            job_name=f"mtrl-wordle-train-{INSTRUCTOR_RUN}-20261201000000",
-            job_status="Completed",
-            region=region,
-            job_role_arn=f"arn:aws:iam::{account}:role/mtrl-wordle-job-role-{INSTRUCTOR_RUN}",
-            runtime_arn=f"arn:aws:bedrock-agentcore:{region}:{account}:runtime/WordleMTRL_WordleAgent-abcdefghij",
-            mlflow_app_arn=f"arn:aws:sagemaker:{region}:{account}:mlflow-app/app-instructor",
-            bucket="instructor-bucket",
-            train_s3_uri="s3://instructor-bucket/t.jsonl",
-            validation_s3_uri="s3://instructor-bucket/v.jsonl",
-            output_s3_uri="s3://instructor-bucket/out/",
-        )
+        attachment = instructor_attachment(account, region)
         lab.lab_file().write_text(__import__("json").dumps(asdict(attachment)), encoding="utf-8")
         monkeypatch.setattr(config, "MODE", config.Mode.LIVE)
         found = resources._discover_live(session)

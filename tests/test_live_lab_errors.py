@@ -14,11 +14,10 @@ from dataclasses import asdict
 
 import pytest
 from mtrl_course import aws, config, errors, lab, resources, storage
+from lab_fixtures import DATASETS, INSTRUCTOR_BUCKET, instructor_attachment
 from mtrl_course.errors import ServiceError
 
 LEARNER_RUN = "lrn1"
-INSTRUCTOR_RUN = "inst1"
-INSTRUCTOR_BUCKET = "instructor-bucket"
 
 
 @pytest.fixture
@@ -47,21 +46,9 @@ def attach(session) -> lab.Attachment:
     account, region = config.MOTO_ACCOUNT, session.region_name
     s3 = session.client("s3")
     s3.create_bucket(Bucket=INSTRUCTOR_BUCKET)
-    for key in ("mtrl-wordle/inst1/datasets/t.jsonl", "mtrl-wordle/inst1/datasets/v.jsonl"):
+    for key in (f"{DATASETS}/t.jsonl", f"{DATASETS}/v.jsonl"):
         s3.put_object(Bucket=INSTRUCTOR_BUCKET, Key=key, Body=b"{}\n")
-    attachment = lab.Attachment(
-        run_id=INSTRUCTOR_RUN,
-        job_name=f"mtrl-wordle-train-{INSTRUCTOR_RUN}-20261201000000",
-        job_status="Completed",
-        region=region,
-        job_role_arn=f"arn:aws:iam::{account}:role/mtrl-wordle-job-role-{INSTRUCTOR_RUN}",
-        runtime_arn=f"arn:aws:bedrock-agentcore:{region}:{account}:runtime/WordleMTRL_WordleAgent-abcdefghij",
-        mlflow_app_arn=f"arn:aws:sagemaker:{region}:{account}:mlflow-app/app-instructor",
-        bucket=INSTRUCTOR_BUCKET,
-        train_s3_uri=f"s3://{INSTRUCTOR_BUCKET}/mtrl-wordle/inst1/datasets/t.jsonl",
-        validation_s3_uri=f"s3://{INSTRUCTOR_BUCKET}/mtrl-wordle/inst1/datasets/v.jsonl",
-        output_s3_uri=f"s3://{INSTRUCTOR_BUCKET}/mtrl-wordle/inst1/output/",
-    )
+    attachment = instructor_attachment(account, region)
     lab.lab_file().write_text(json.dumps(asdict(attachment)), encoding="utf-8")
     return attachment
 
