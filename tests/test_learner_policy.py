@@ -15,10 +15,19 @@ from mtrl_course.learner.tokenizer import VOCAB_SIZE
 from mtrl_course.local import fastlane
 from mtrl_course.local.jobruntime import JobRuntimeEmulator
 from mtrl_course.local.lm_policy import LearnerPolicy
+from wordle_agent import rollout
 
 CONFIG = lm.ModelConfig(vocab=VOCAB_SIZE, context=96, d_model=16, layers=1, heads=2, mlp_ratio=2)
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:job/AgentRFT/learner-test"
 TASK = json.dumps({"prompt": "Guess the hidden 5-letter word.", "answer": "slate", "id": "t"})
+
+
+@pytest.fixture(autouse=True)
+def no_deployed_effort(monkeypatch):
+    # The agent reads REASONING_EFFORT on every rollout, and the offline runtime sets it for the
+    # whole process when an earlier test deploys (resources.prepare): these games must not depend
+    # on which tests ran before them on the same worker. Unset, the template reads medium.
+    monkeypatch.delenv(rollout.REASONING_EFFORT_ENV, raising=False)
 
 
 @pytest.fixture(scope="module")
