@@ -152,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-steps", type=int, default=None)
     ap.add_argument("--reward", choices=runner.REWARD_VARIANTS, default=runner.REWARD_TIERED)
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="where to write the results")
     args = ap.parse_args(argv)
     overrides = {}
     if args.learning_rate is not None:
@@ -212,8 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     out["summary"] = summary
     if not args.no_write:
-        RESULTS.write_text(json.dumps(out, indent=1) + "\n")
-        print(f"wrote {RESULTS}")
+        args.out.write_text(json.dumps(out, indent=1) + "\n")
+        print(f"wrote {args.out}")
     return 0
 
 

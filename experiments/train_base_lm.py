@@ -98,6 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--games", type=int, default=12000)
     ap.add_argument("--mix", type=parse_mix, default=DEFAULT_MIX, help="player=share,... (shares are normalised)")
     ap.add_argument("--efforts", type=parse_mix, default=DEFAULT_EFFORTS)
+    ap.add_argument(
+        "--slip-rate",
+        type=float,
+        default=0.0,
+        help="share of turns whose word is misspelt (outside the dictionary) and masked from training",
+    )
     ap.add_argument("--mix-note", default="", help="how this mix was chosen (recorded in the provenance)")
     ap.add_argument("--epochs", type=float, default=1.5)
     ap.add_argument("--batch-tokens", type=int, default=2400)
@@ -118,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     held_out = {w.upper() for w in load_split_words("validation")}
     pool = [w for w in ANSWERS if w not in held_out]
     print(f"corpus: {args.games} games over {len(pool)} answers (the {len(held_out)} validation words held out)")
-    examples = corpus.build(pool, args.mix, args.efforts, args.games, args.seed)
+    examples = corpus.build(pool, args.mix, args.efforts, args.games, args.seed, slip_rate=args.slip_rate)
     by_player = {p: [e for e in examples if e.player == p] for p in args.mix}
     data = {
         "games": len(examples),
@@ -195,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         "mix": args.mix,
         "efforts": args.efforts,
         "mix_note": args.mix_note,
+        "slip_rate": args.slip_rate,
         "data": data,
         "training": {
             "epochs": args.epochs,

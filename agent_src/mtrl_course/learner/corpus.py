@@ -14,6 +14,17 @@ Players, from strong to weak (all read only the clues, never the answer):
   ignores yellows and grays: the clue-breaking habit the reward's shaping charges for);
 - "random": a random answer word each turn, clues ignored.
 
+Slips (`slip_rate`, per turn): now and then a player's word comes out misspelt (one letter
+changed, so that it is outside the dictionary). The game charges it a turn and the tool answers it
+with the outside-dictionary mark (`c-r?a-n-e+!`); the player then goes on as before (the answer
+itself is never slipped: a slip is noise in the context, not a lost game). The slipped
+turn itself is masked out of training (the model should not learn to misspell), but its answer
+stays in the context. Without slips every turn of a low-effort game has the same length, the
+model can learn "close the call at position 3 + 20k + 7" instead of "after five letters", and the
+first outside-dictionary guess it makes at run time shifts every later position by one: measured
+on the stage-5 base, 123 of 128 held-out games ended with a four-letter call, each right after
+its own outside-dictionary guess.
+
 At medium effort the assistant first writes a short scratchpad of what the clues prove, in the
 same compact marks as the tool results: `=__a_e ?s -cnr` (greens in place, letters known to be
 present, letters known absent), then the call. At low effort it calls at once. The scratchpad is
@@ -35,6 +46,7 @@ from mtrl_course.learner import template
 from mtrl_course.learner import tokenizer as tok
 from mtrl_course.solver import EntropySolver
 from wordle_agent.game import WordleGame
+from wordle_agent.words import ALLOWED
 from wordle_agent.rollout import SYSTEM_PROMPT
 from wordle_agent.words import ANSWERS, ENTROPY
 
@@ -106,6 +118,20 @@ class Players:
                 return word
 
 
+def slip(word: str, guessed: set[str], rng: np.random.Generator) -> str:
+    """`word` with one letter changed so that it is outside the dictionary and not yet guessed."""
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    while True:
+        at = int(rng.integers(len(word)))
+        changed = word[:at] + letters[int(rng.integers(len(letters)))] + word[at + 1 :]
+        if changed not in ALLOWED and changed not in guessed:
+            return changed
+
+
+# A message key the chat template ignores: this assistant turn is context, not a training target.
+UNTRAINED = "_untrained"
+
+
 def _marks(word: str, answer: str) -> list[str]:
     from wordle_agent.game import score_guess
 
@@ -113,9 +139,17 @@ def _marks(word: str, answer: str) -> list[str]:
 
 
 def conversation(
-    game_answer: str, player: str, effort: str, players: Players, rng: np.random.Generator
+    game_answer: str,
+    player: str,
+    effort: str,
+    players: Players,
+    rng: np.random.Generator,
+    slip_rate: float = 0.0,
 ) -> tuple[list[dict[str, Any]], WordleGame]:
-    """Play one game and return the OpenAI-format messages the agent would have sent, and the game."""
+    """Play one game and return the OpenAI-format messages the agent would have sent, and the game.
+
+    A turn that slipped (see the module docstring) carries `UNTRAINED`: `render_example` masks it.
+    """
     game = WordleGame(game_answer)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_PROMPT},
@@ -125,6 +159,9 @@ def conversation(
     while not game.over:
         note = scratchpad(game) if effort != "low" else ""
         word = players.guess(player, game, rng)
+        slipped = slip_rate > 0 and word != game.answer and rng.random() < slip_rate
+        if slipped:
+            word = slip(word, set(game.guesses), rng)
         call = {
             "id": f"call_{turn}",
             "type": "function",
@@ -133,6 +170,8 @@ def conversation(
         message: dict[str, Any] = {"role": "assistant", "tool_calls": [call]}
         if note:
             message["content"] = [{"type": "text", "text": note}]
+        if slipped:
+            message[UNTRAINED] = True
         messages.append(message)
         messages.append({"role": "tool", "tool_call_id": call["id"], "content": game.guess(word)})
         turn += 1
@@ -146,7 +185,7 @@ def render_example(messages: Sequence[Mapping[str, Any]], effort: str) -> tuple[
     for message in messages:
         part = template.render_message(message)
         ids += part
-        trained = message.get("role") == "assistant"
+        trained = message.get("role") == "assistant" and not message.get(UNTRAINED)
         # `<asst>` itself is the template's (the generation prompt ends with it); the rest is the model's.
         mask += [False] + [trained] * (len(part) - 1) if part else []
     return ids, mask
@@ -159,6 +198,7 @@ def build(
     games: int,
     seed: int,
     players: Players | None = None,
+    slip_rate: float = 0.0,
 ) -> list[Example]:
     """`games` games: each picks an answer, a player (by `mix`) and an effort (by `efforts`)."""
     rng = np.random.default_rng(seed)
@@ -170,7 +210,7 @@ def build(
         answer = answers[int(rng.integers(len(answers)))].upper()
         player = names[int(rng.choice(len(names), p=weights / weights.sum()))]
         effort = levels[int(rng.choice(len(levels), p=level_weights / level_weights.sum()))]
-        messages, game = conversation(answer, player, effort, players, rng)
+        messages, game = conversation(answer, player, effort, players, rng, slip_rate)
         ids, mask = render_example(messages, effort)
         out.append(Example(tuple(ids), tuple(mask), player, effort, game.solved, len(game.guesses)))
     return out
