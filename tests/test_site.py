@@ -176,7 +176,8 @@ def test_the_404_page_links_relatively() -> None:
         '<a href="/notebooks/05.html">05</a><a href="//example.org/">x</a><a href="https://example.org/">y</a>'
         '<script id="__config">{"base": "/", "search": "/assets/javascripts/workers/search.js"}</script>'
     )
-    out = site.relative_404(html)
+    out = site.relative_404(html + "<h1>404 - Not found</h1>")
+    assert '<a href="index.html">home page</a>' in out
     assert 'href="assets/x.css"' in out and 'href="notebooks/05.html"' in out
     assert 'href="//example.org/"' in out and 'href="https://example.org/"' in out
     assert 'new URL(".",' in out and '"base": "."' in out and '"search": "assets/javascripts' in out

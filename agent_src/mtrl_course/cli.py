@@ -882,7 +882,9 @@ def build_parser() -> argparse.ArgumentParser:
         "at the start; Ctrl-D gives up, Ctrl-C quits), or play a batch of words with the reference "
         "solver.",
     )
-    p.add_argument("--word", type=_secret_word, help="the secret word (default: a random answer)")
+    p.add_argument(
+        "--word", type=_secret_word, help="the secret word, one of the game's answer words (default: a random one)"
+    )
     p.add_argument("--batch", action="store_true", help="play a batch with the reference solver instead")
     p.add_argument(
         "--split", choices=["validation", "train"], default=None, help="with --batch: whose words (default: validation)"

@@ -270,6 +270,11 @@ def relative_404(html: str) -> str:
     which from a file:// folder point at the disk's root (no styles, dead links). The page lives
     at the site's root, so relative links work from disk and from a server serving the site at /."""
     html = ROOT_ABSOLUTE.sub(r"\1", html)
+    html = html.replace(
+        "<h1>404 - Not found</h1>",
+        "<h1>404 - Not found</h1>\n<p>This page is not part of the course site. Start again from the "
+        '<a href="index.html">home page</a>, pick a notebook on the left, or search above.</p>',
+    )
     html = html.replace('new URL("/",', 'new URL(".",').replace('"base": "/"', '"base": "."')
     return html.replace('"search": "/assets/', '"search": "assets/')
 
