@@ -44,6 +44,8 @@ USAGE_ERRORS = [
     (["play", "--batch", "--split", "test"], "invalid choice: 'test'"),
     (["play", "--limit", "3"], "--limit and --split apply only with --batch"),
     (["play", "--batch", "--word", "crane"], "--word is for an interactive game"),
+    (["play", "--word", "ABCDE"], "'ABCDE' is not in the game's dictionary"),  # no guess could find it
+    (["play", "--word", "aahed"], "not one of the game's 1916 answer words"),
     (["dataset", "validate", "--batch-size", "0"], "--batch-size: must be at least 1"),
     (["dataset", "validate", "--max-problems", "0"], "--max-problems: must be at least 1"),
     (["dataset", "validate", "--pair", "train.jsonl"], "--pair takes exactly two files"),
@@ -133,6 +135,33 @@ def test_a_failing_offline_command_is_one_line(capsys, tmp_path):
     assert backend is not None
     assert code == cli.FAILURE_EXIT and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert "AWS refused DescribeJob: ResourceNotFound: Job no-such-job" in err, err
+
+
+# Commands that fail on something named that is not there: one line on stderr, exit 1, no repr
+# (they printed on stdout, one as a KeyError's repr with its quotes).
+MISSING = [
+    (["notebooks", "run", "99"], "no notebook '99' in the catalog"),
+    (["notebooks", "run", "no_such_notebook"], "no notebook for 'no_such_notebook'"),
+    (["dataset", "validate", "/nonexistent.jsonl"], "/nonexistent.jsonl: no such file"),
+    (["dataset", "validate", "/"], "/: not a file"),
+    (["lab", "attach", "no-such-run"], "not attached: no training job named 'no-such-run'"),
+]
+
+
+@pytest.mark.parametrize(("argv", "needle"), MISSING, ids=[" ".join(a) for a, _ in MISSING])
+def test_a_missing_thing_is_named_in_one_line_on_stderr(capsys, tmp_path, argv, needle):
+    aws.reset_offline(tmp_path / "state")
+    try:
+        code, out, err = invoke(capsys, argv)
+    finally:
+        aws.reset_offline(tmp_path / "state")
+    assert_one_line(code, out, err, needle, cli.FAILURE_EXIT)
+    said = err.split(": error: ", 1)[1]
+    assert not said.startswith(("'", '"')) and "Error(" not in said, said
+
+
+def test_a_key_error_is_explained_by_its_message_not_its_repr():
+    assert cli._explain(KeyError("no notebook '99' in the catalog")) == "no notebook '99' in the catalog"
 
 
 def test_zero_is_not_a_missing_value(capsys, monkeypatch):

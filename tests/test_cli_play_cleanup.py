@@ -34,6 +34,39 @@ def test_play_states_its_rules_before_the_first_guess(capsys, monkeypatch):
     assert "solved" in game and "answer: CRANE" in game
 
 
+def _reward_parts(out: str) -> tuple[float, list[float]]:
+    """The total and the terms of the "reward ... = ..." line (a weight times a shaping counts once)."""
+    import re
+
+    line = next(line for line in out.splitlines() if line.startswith("reward "))
+    total_text, _, parts = line.removeprefix("reward ").partition(" = ")
+    terms = [float(t) for t in re.findall(r"(?:^|\+ )([-+]?\d+\.\d+) for", parts)]
+    weighted = re.search(r"([\d.]+) x shaping ([-+]\d\.\d+)", parts)
+    assert weighted, line
+    return float(total_text), [*terms, float(weighted.group(1)) * float(weighted.group(2))]
+
+
+def test_the_end_of_a_game_says_what_the_shaping_score_is_and_how_it_enters_the_reward(capsys, monkeypatch):
+    from wordle_agent import reward
+
+    code, out, _ = play(capsys, monkeypatch, ["slate", "crane"])
+    assert code == 0
+    total, terms = _reward_parts(out)
+    assert total == pytest.approx(sum(terms), abs=0.0015)
+    assert f"{reward.SOLVE_BASE:g} for the solve" in out and "solving on guess 2 of 6" in out
+    assert f"score / {reward.SHAPING_SCALE:g}, clipped to [-1, 1]" in out
+    assert "shaping score " in out and "the points your guesses earned and lost" in out and "docs/REWARD.md" in out
+
+
+def test_a_lost_game_shows_the_loss_tier(capsys, monkeypatch):
+    from wordle_agent import reward
+
+    code, out, _ = play(capsys, monkeypatch, ["slate", EOFError])
+    total, terms = _reward_parts(out)
+    assert code == 0 and f"{reward.LOSS_REWARD:g} for the loss" in out
+    assert total == pytest.approx(sum(terms), abs=0.0015)
+
+
 def test_end_of_input_gives_up_cleanly(capsys, monkeypatch):
     code, out, err = play(capsys, monkeypatch, ["slate", EOFError])
     assert code == 0 and err == "" and "given up" in out and "answer: CRANE" in out

@@ -137,6 +137,48 @@ def test_watch_training_survives_unreadable_metrics(capsys, watched):
     assert job.refreshes == 2
 
 
+class StagedJob(FakeJob):
+    """A FakeJob whose secondary statuses appear one per refresh, as DescribeJob lists them."""
+
+    def __init__(self, statuses: list[str], stages: list[str]):
+        super().__init__(statuses)
+        self.stages = stages
+
+    @property
+    def secondary_status_transitions(self) -> list:
+        return [types.SimpleNamespace(status=s, status_message=None) for s in self.stages[: self.refreshes]]
+
+
+def test_mtrl_train_prints_the_job_statuses_in_order_with_the_steps(monkeypatch, watched):
+    # They came all at once after the last step line: the watch showed steps, `wait` the statuses.
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stdout", screen)
+    monkeypatch.setattr(sys, "stderr", screen)
+    job = StagedJob(["InProgress", "InProgress", "InProgress", "Completed"], ["Starting", "Pending", "Downloading"])
+    steps = [{"step": 1, progress.REWARD_METRIC: -0.345}, {"step": 2, progress.REWARD_METRIC: 0.16}]
+    monkeypatch.setattr(progress, "StepMetrics", lambda job: lambda: steps[: max(0, job.refreshes - 1)])
+    monkeypatch.setattr(progress, "OFFLINE_WATCH_POLL_S", 0.0)
+    cli._wait_for_training(job)
+    text = screen.getvalue()
+    seen = ["  Starting\n", "  Pending\n", "step 1: reward -0.345", "  Downloading\n", "step 2:", "  Completed\n"]
+    positions = [text.find(needle) for needle in seen]
+    assert -1 not in positions and positions == sorted(positions), text
+    assert all(text.count(needle) == 1 for needle in seen), text
+
+
+def test_mtrl_train_shows_progress_from_the_first_second(capsys, monkeypatch, watched):
+    monkeypatch.setattr(cli, "_quiet", lambda: None)
+
+    def stop(args):
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(cli, "_train_resources", stop)
+    assert cli.main(["train"]) == cli.FAILURE_EXIT
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.index("loading the SageMaker SDK") < err.index("preparing the course resources") < err.index("stop here")
+
+
 def test_watch_training_does_nothing_when_off(capsys):
     job = FakeJob(["InProgress"])
     progress.watch_training(job, 0.0, read_steps=lambda: [])

@@ -3,7 +3,12 @@
 The browser test serves the built site on 127.0.0.1 and drives Debian's chromium through
 playwright: every page renders, every image loads, every internal link points at a file of the
 site, and no request leaves the machine (each non-loopback request is aborted and fails the test).
-Screenshots of a few pages go to build/test-artifacts/site/ (git-ignored).
+On every page it also reads the layout at 1280x900: no table or output is wider than what shows
+of it without a visible cue, no output breaks a word in the middle (JupyterLab's `break-all` did:
+"packa ge"), and every figure drawn narrower than its size enlarges on click. The site is then
+read the way the README opens it, from disk (file://): search answers, and the 404 page is styled
+with working links. Screenshots of the home page and notebooks 05, 07 and 11 go to
+build/test-artifacts/site/ (git-ignored).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import pytest
 from mtrl_course import config
@@ -24,7 +29,86 @@ from mtrl_course.curriculum import catalog, site
 
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser")
 ARTIFACTS = config.REPO_ROOT / "build" / "test-artifacts" / "site"
-SCREENSHOT_PAGES = ("index.html", "notebooks/index.html", "notebooks/05_launch_training.html", "docs/REWARD.html")
+SCREENSHOT_PAGES = (
+    "index.html",
+    "notebooks/05_launch_training.html",
+    "notebooks/07_evaluate_at_serving_settings.html",
+    "notebooks/11_custom_composite_rewards.html",
+)
+# What a reader must be able to see, read in the page at 1280x900 (see the module docstring).
+# Returns a list of problems, each one line. A box that scrolls sideways needs the site's cue
+# (course.js: data-overflows on the box, a visible .mtrl-scroll-cue above it); a box that hides
+# what overflows (overflow hidden/clip) or lets it spill out of the article is always a problem.
+LAYOUT_CHECK = r"""
+() => {
+  const problems = [];
+  const article = document.querySelector("article");
+  if (!article) return problems;
+  const articleRight = article.getBoundingClientRect().right;
+  const label = (el) => (el.innerText || "").replace(/\s+/g, " ").trim().slice(0, 50);
+  const hasCue = (box) => {
+    const anchor = box.closest(".jp-OutputArea-child") || box;
+    const cue = anchor.previousElementSibling;
+    return box.hasAttribute("data-overflows") && !!cue && cue.classList.contains("mtrl-scroll-cue") && cue.offsetHeight > 0;
+  };
+  const items = article.querySelectorAll("table, .jp-OutputArea-output pre");
+  for (const item of items) {
+    let clipped = false;
+    for (let box = item.parentElement; box && box !== article.parentElement; box = box.parentElement) {
+      if (box.scrollWidth <= box.clientWidth + 1) continue;
+      const overflow = getComputedStyle(box).overflowX;
+      if (overflow === "hidden" || overflow === "clip") {
+        problems.push(`hidden overflow (${box.scrollWidth} px in ${box.clientWidth} px): ${label(item)}`);
+      } else if (overflow === "visible") {
+        continue;
+      } else if (!hasCue(box)) {
+        problems.push(`scrolls sideways without a cue (${box.scrollWidth} px in ${box.clientWidth} px): ${label(item)}`);
+      }
+      clipped = true;
+      break;
+    }
+    if (!clipped && item.getBoundingClientRect().right > articleRight + 1) {
+      problems.push(`spills out of the column: ${label(item)}`);
+    }
+  }
+  for (const pre of article.querySelectorAll(".jp-OutputArea-output pre")) {
+    const style = getComputedStyle(pre);
+    if (style.wordBreak === "break-all" || !style.whiteSpace.startsWith("pre-wrap")) {
+      problems.push(`output wraps with word-break ${style.wordBreak}, white-space ${style.whiteSpace}`);
+    }
+    // Rendered line breaks: a wrap between two letters or digits of a token that fits on a line.
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    const range = document.createRange();
+    let previousTop = null, previous = "\n", node;
+    while ((node = walker.nextNode())) {
+      const text = node.data;
+      for (let i = 0; i < text.length; i++) {
+        const ch = text[i];
+        if (ch === "\n") { previousTop = null; previous = ch; continue; }
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        const rects = range.getClientRects();
+        if (!rects.length) continue;
+        const top = rects[0].top;
+        if (previousTop !== null && top > previousTop + 2 && /[A-Za-z0-9]/.test(ch) && /[A-Za-z0-9]/.test(previous)) {
+          let start = i, end = i;
+          while (start > 0 && !/\s/.test(text[start - 1])) start--;
+          while (end < text.length && !/\s/.test(text[end])) end++;
+          if (end - start < 60) problems.push(`output word broken mid-word: ${text.slice(start, i)}|${text.slice(i, end)}`);
+        }
+        previousTop = top;
+        previous = ch;
+      }
+    }
+  }
+  for (const img of article.querySelectorAll("img")) {
+    if (img.naturalWidth > img.clientWidth * 1.1 && !img.classList.contains("mtrl-zoomable")) {
+      problems.push(`figure shown at ${img.clientWidth} of ${img.naturalWidth} px cannot be enlarged`);
+    }
+  }
+  return problems;
+}
+"""
 
 
 # ------------------------------------------------------------------------------ link rewriting
@@ -71,6 +155,34 @@ def test_a_catalog_notebook_without_a_file_is_listed_but_not_linked(monkeypatch:
     assert "](" not in link
 
 
+# ------------------------------------------------------------------------------ after the build
+def test_long_identifiers_in_table_cells_get_break_points_and_numbers_are_marked() -> None:
+    html = (
+        '<p>arn:aws:iam::123456789012:role/outside-a-table</p><table class="dataframe"><tr>'
+        "<td>arn:aws:iam::123456789012:role/mtrl-wordle</td><td>1,024</td><td>-0.345</td><td>short</td>"
+        "<td>a &amp; b</td></tr></table>"
+    )
+    out = site.fit_tables(html)
+    assert "<p>arn:aws:iam::123456789012:role/outside-a-table</p>" in out  # tables only
+    assert "<td>arn:<wbr>aws:<wbr>iam:<wbr>:<wbr>123456789012:<wbr>role/<wbr>mtrl-wordle</td>" in out
+    assert '<td class="num">1,024</td>' in out and '<td class="num">-0.345</td>' in out
+    assert "<td>short</td>" in out and "<td>a &amp; b</td>" in out
+    assert out.replace("<wbr>", "").replace(' class="num"', "") == html  # nothing else changes
+
+
+def test_the_404_page_links_relatively() -> None:
+    html = (
+        '<script>__md_scope=new URL("/",location)</script><link href="/assets/x.css">'
+        '<a href="/notebooks/05.html">05</a><a href="//example.org/">x</a><a href="https://example.org/">y</a>'
+        '<script id="__config">{"base": "/", "search": "/assets/javascripts/workers/search.js"}</script>'
+    )
+    out = site.relative_404(html + "<h1>404 - Not found</h1>")
+    assert '<a href="index.html">home page</a>' in out
+    assert 'href="assets/x.css"' in out and 'href="notebooks/05.html"' in out
+    assert 'href="//example.org/"' in out and 'href="https://example.org/"' in out
+    assert 'new URL(".",' in out and '"base": "."' in out and '"search": "assets/javascripts' in out
+
+
 # ------------------------------------------------------------------------------------- the build
 @pytest.fixture(scope="module")
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -89,6 +201,20 @@ def test_every_existing_notebook_and_doc_has_a_page(built_site: Path) -> None:
     for name in site.DOC_TITLES:
         assert (built_site / "docs" / name.replace(".md", ".html")).is_file()
     assert (built_site / "index.html").is_file()
+
+
+@pytest.mark.slow
+def test_the_search_index_is_also_a_script_for_reading_from_disk(built_site: Path) -> None:
+    import json
+
+    script = (built_site / "search" / "search_index.js").read_text(encoding="utf-8")
+    assert script.startswith("var __index = ")
+    index = json.loads(script.removeprefix("var __index = ").rstrip().rstrip(";"))
+    assert index == json.loads((built_site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    for page in ("index.html", "notebooks/05_launch_training.html", "404.html"):
+        html = (built_site / page).read_text(encoding="utf-8")
+        assert "assets/course/file_worker.js" in html and "assets/course/course.css" in html, page
+    assert 'href="/' not in (built_site / "404.html").read_text(encoding="utf-8")
 
 
 @pytest.mark.slow
@@ -192,8 +318,17 @@ def browse(
                     if not target.is_file():
                         problems.append(f"{name}: broken link to {urlsplit(href).path}")
                 problems += [f"{name}: script error: {err}" for err in errors]
+                problems += [f"{name}: {problem}" for problem in page.evaluate(LAYOUT_CHECK)]
                 if name in screenshots:
                     page.screenshot(path=str(ARTIFACTS / (name.replace("/", "__") + ".png")))
+                    # And the page's widest table in view: where values used to be out of sight.
+                    widest = page.evaluate_handle(
+                        "() => [...document.querySelectorAll('article table')]"
+                        ".sort((a, b) => b.scrollWidth - a.scrollWidth)[0] || null"
+                    ).as_element()
+                    if widest is not None:
+                        widest.scroll_into_view_if_needed()
+                        page.screenshot(path=str(ARTIFACTS / (name.replace("/", "__") + ".table.png")))
         finally:
             browser.close()
     return left_machine, problems
@@ -224,3 +359,92 @@ def test_the_browser_check_catches_outside_requests_dead_images_and_links(tmp_pa
     assert left_machine == ["https://example.org/logo.png"]
     assert sum("image did not load" in p for p in problems) == 2, problems
     assert [p for p in problems if "broken link" in p] == ["bad.html: broken link to /nowhere.html"]
+
+
+@pytest.mark.slow
+def test_the_layout_check_catches_hidden_columns_broken_words_and_small_figures(tmp_path: Path) -> None:
+    filler = "<p>" + "words to read " * 20 + "</p>"
+    wide = "<tr>" + "<td>a_value_that_does_not_wrap_at_all</td>" * 8 + "</tr>"
+    figure = "data:image/svg+xml," + quote('<svg xmlns="http://www.w3.org/2000/svg" width="1400" height="100"/>')
+    (tmp_path / "bad.html").write_text(
+        "<html><body><article style='width: 500px'>"
+        + filler
+        + f"<div style='overflow: hidden'><table>{wide}</table></div>"
+        f"<div style='overflow-x: auto'><table>{wide}</table></div>"
+        '<div class="jp-OutputArea-output" style="width: 200px"><pre style="word-break: break-all; white-space: pre-wrap">'
+        "a package of words that wrap anywhere in the middle</pre></div>"
+        f'<img src="{figure}" style="width: 400px"></article></body></html>'
+    )
+    with _serve(tmp_path) as base_url:
+        _, problems = browse(tmp_path, base_url, ["bad.html"])
+    assert any("hidden overflow" in p for p in problems), problems
+    assert any("scrolls sideways without a cue" in p for p in problems), problems
+    assert any("word-break break-all" in p for p in problems), problems
+    assert any("broken mid-word" in p for p in problems), problems
+    assert any("cannot be enlarged" in p for p in problems), problems
+
+
+@pytest.mark.slow
+def test_a_wide_figure_enlarges_on_click_and_closes_with_escape(built_site: Path, served_site: str) -> None:
+    executable, sync_api = _browser_or_skip()
+    with sync_api.sync_playwright() as playwright:  # type: ignore[attr-defined]
+        browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        try:
+            page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+            page.goto(served_site + "notebooks/10_what_went_wrong.html", wait_until="load")
+            figure = page.locator("article img.mtrl-zoomable").first
+            shown = figure.evaluate("img => [img.clientWidth, img.naturalWidth]")
+            figure.scroll_into_view_if_needed()
+            figure.click()
+            enlarged = page.locator(".mtrl-lightbox img").evaluate("img => img.getBoundingClientRect().width")
+            assert enlarged > 1.5 * shown[0], (shown, enlarged)
+            page.locator(".mtrl-lightbox img").click()  # full size
+            full = page.locator(".mtrl-lightbox img").evaluate("img => img.getBoundingClientRect().width")
+            assert full == pytest.approx(shown[1], abs=1)
+            page.keyboard.press("Escape")
+            assert page.locator(".mtrl-lightbox").count() == 0
+        finally:
+            browser.close()
+
+
+@pytest.mark.slow
+def test_the_site_read_from_disk_searches_and_its_404_page_works(built_site: Path) -> None:
+    """As the README opens it: build/site/index.html from disk (file://), no server."""
+    executable, sync_api = _browser_or_skip()
+    left_machine: list[str] = []
+
+    def block_outside(route: Any) -> None:
+        if urlsplit(route.request.url).scheme in ("file", "data", "about", "blob"):
+            route.continue_()
+        else:
+            left_machine.append(route.request.url)
+            route.abort()
+
+    with sync_api.sync_playwright() as playwright:  # type: ignore[attr-defined]
+        browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            context.route("**/*", block_outside)
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda err: errors.append(str(err)))
+            for name in ("index.html", "notebooks/05_launch_training.html"):
+                page.goto((built_site / name).as_uri(), wait_until="load")
+                page.click("input[data-md-component=search-query]")
+                page.keyboard.type("reward", delay=20)
+                found = page.locator(".md-search-result__item")
+                found.first.wait_for(timeout=15_000)
+                assert found.count() > 0, name
+                assert "matching document" in page.inner_text(".md-search-result__meta"), name
+            page.goto((built_site / "404.html").as_uri(), wait_until="load")
+            header = page.evaluate("getComputedStyle(document.querySelector('.md-header')).backgroundColor")
+            assert header not in ("rgba(0, 0, 0, 0)", "transparent"), "the 404 page has no theme styles"
+            links = page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)")
+            local = [href for href in links if href.startswith("file:")]
+            assert len(local) >= len([e for e in catalog.NOTEBOOKS if e.path.is_file()]), links
+            dead = [href for href in local if not Path(unquote(urlsplit(href).path)).is_file()]
+            assert not dead, dead
+            assert not errors, errors
+        finally:
+            browser.close()
+    assert not left_machine, left_machine

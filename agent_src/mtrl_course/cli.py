@@ -132,7 +132,18 @@ def _seconds(text: str) -> float:
 def _secret_word(text: str) -> str:
     if len(text) != WORD_LENGTH or not (text.isascii() and text.isalpha()):
         raise argparse.ArgumentTypeError(f"{text!r} is not a five-letter word of letters a-z")
-    return text.upper()
+    from wordle_agent.words import ALLOWED, ANSWERS
+
+    word = text.upper()
+    if word not in ALLOWED:
+        # A secret no guess can match (every guess outside the dictionary is refused): unwinnable.
+        raise argparse.ArgumentTypeError(f"{text!r} is not in the game's dictionary, so no guess could ever find it")
+    if word not in set(ANSWERS):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is an allowed guess but not one of the game's {len(ANSWERS)} answer words "
+            "(agent_src/wordle_agent/data/answers.txt), the only words it picks as secrets"
+        )
+    return word
 
 
 def _text(kind: str, prefix: str = "") -> Any:
@@ -212,6 +223,11 @@ def _dataset_validate(args: argparse.Namespace) -> int:
     if args.pair and len(args.files) not in (0, 2):
         raise UsageError(f"--pair takes exactly two files (training, then validation), got {len(args.files)}")
     files = [Path(f) for f in args.files] or [config.TRAIN_FILE, config.VALIDATION_FILE]
+    for path in files:
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no such file")
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: not a file")
     limit = args.max_problems
     if not args.files or args.pair:
         problems = dataset.validate_pair(files[0], files[1], batch_size=args.batch_size, max_problems=limit)
@@ -305,8 +321,37 @@ def _play_interactive(word: str | None) -> int:
             print("\nquit")
             return INTERRUPTED_EXIT
         print(game.guess(guess))
-    print(f"answer: {answer}; reward: {game.final_reward():+.3f} (shaping score {game.score:+.1f})")
+    print(f"answer: {answer}")
+    for line in reward_lines(game):
+        print(line)
     return 0
+
+
+def reward_lines(game: Any) -> list[str]:
+    """How the game's episode reward is made, in the terms of docs/REWARD.md (two lines)."""
+    from wordle_agent import reward
+    from wordle_agent.game import MAX_GUESSES
+
+    played = len(game.guesses) if len(game.guesses) > game.seeded else 0
+    total = game.final_reward()
+    meaning = (
+        f"shaping score {game.score:+.1f}: the points your guesses earned and lost, summed "
+        f"(a valid guess {reward.VALID_GUESS_BASE:+g}, an ignored clue {reward.GRAY_USED_PENALTY:+g}, ...: "
+        "docs/REWARD.md)"
+    )
+    if played == 0:
+        return [f"reward {total:+.3f}: no valid guess was played, whatever the shaping score", meaning]
+    shaping = reward.clipped_shaping(game.score)
+    scaled = f"shaping {shaping:+.3f} (score / {reward.SHAPING_SCALE:g}, clipped to [-1, 1])"
+    if game.solved:
+        speed = reward.SPEED_BONUS * (MAX_GUESSES - played) / (MAX_GUESSES - 1)
+        parts = (
+            f"{reward.SOLVE_BASE:g} for the solve + {speed:.2f} for solving on guess {played} of {MAX_GUESSES} "
+            f"+ {reward.SOLVED_SHAPING_WEIGHT:g} x {scaled}"
+        )
+    else:
+        parts = f"{reward.LOSS_REWARD:g} for the loss + {reward.LOST_SHAPING_WEIGHT:g} x {scaled}"
+    return [f"reward {total:+.3f} = {parts}", meaning]
 
 
 # --------------------------------------------------------------------------------------- course
@@ -428,12 +473,22 @@ def _step_metrics(job: Any) -> list[dict[str, Any]]:
 
 
 def _wait_for_training(job: Any) -> Any:
-    """`training.wait`, after a terminal has watched the steps go by (mtrl_course.progress)."""
+    """`training.wait`, after a terminal has watched the steps go by (mtrl_course.progress).
+
+    The job's statuses (stdout) are printed as the watch sees them, between the step lines
+    (stderr), and `wait` carries on after them: they used to come all at once, after every step.
+    """
     from mtrl_course import config, progress, training
 
     poll = training.LIVE_POLL_S if config.is_live() else progress.OFFLINE_WATCH_POLL_S
-    progress.watch_training(job, poll)
-    return training.wait(job)
+    shown = 0
+
+    def echo_statuses() -> None:
+        nonlocal shown
+        shown = training.echo_transitions(job, shown)
+
+    progress.watch_training(job, poll, on_refresh=echo_statuses)
+    return training.wait(job, shown=shown)
 
 
 def _report_training(job: Any) -> None:
@@ -451,10 +506,6 @@ def _report_training(job: Any) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from sagemaker.core.utils.exceptions import FailedStatusError
-
-    from mtrl_course import training
-
     launch_flags = [
         flag
         for flag, value in (
@@ -478,6 +529,14 @@ def _train(args: argparse.Namespace) -> int:
 
     if args.no_wait and not config.is_live():
         return _train_detached(args)
+    from mtrl_course import progress
+
+    # From the first second, a terminal sees what is happening (it used to see nothing for
+    # about 34 s before "launched": the SDK's import, then the resources and the trainer).
+    with progress.running("loading the SageMaker SDK"):
+        from sagemaker.core.utils.exceptions import FailedStatusError
+
+        from mtrl_course import training
     _quiet()
     if args.attach:
         job = training.attach(args.attach)
@@ -485,12 +544,17 @@ def _train(args: argparse.Namespace) -> int:
             job = _wait_for_training(job)
         _report_training(job)
         return 0 if job.job_status != "Failed" else 1
-    res = _train_resources(args)
+    # Preparing the resources and the trainer takes tens of seconds (offline: moto, the agent's
+    # runtime, the MLflow store); a terminal shows each stage with its elapsed time.
+    with progress.running("preparing the course resources (role, agent runtime, datasets, MLflow app)"):
+        res = _train_resources(args)
     # `is not None`: a falsy 0 used to mean "not given" and launched the default job.
     hyperparameters = {"max_steps": args.max_steps} if args.max_steps is not None else None
-    trainer = training.make_trainer(res, hyperparameters)
+    with progress.running("building the trainer (the SDK checks every hyperparameter)"):
+        trainer = training.make_trainer(res, hyperparameters)
     try:
-        job = training.launch(trainer, confirm_spend=args.yes)
+        with progress.running("launching the training job"):
+            job = training.launch(trainer, confirm_spend=args.yes)
     except training.SpendNotConfirmed as error:
         print(error)
         return 2
@@ -818,7 +882,9 @@ def build_parser() -> argparse.ArgumentParser:
         "at the start; Ctrl-D gives up, Ctrl-C quits), or play a batch of words with the reference "
         "solver.",
     )
-    p.add_argument("--word", type=_secret_word, help="the secret word (default: a random answer)")
+    p.add_argument(
+        "--word", type=_secret_word, help="the secret word, one of the game's answer words (default: a random one)"
+    )
     p.add_argument("--batch", action="store_true", help="play a batch with the reference solver instead")
     p.add_argument(
         "--split", choices=["validation", "train"], default=None, help="with --batch: whose words (default: validation)"
@@ -1017,7 +1083,9 @@ def _explain(error: BaseException) -> str:
     if isinstance(error, ClientError):
         details = error.response.get("Error", {})
         return f"AWS refused {error.operation_name}: {details.get('Code', '?')}: {details.get('Message', '')}"
-    text = " ".join(str(error).split()) or name
+    # str(KeyError("...")) is the message's repr, quotes included: use the message itself.
+    message = error.args[0] if isinstance(error, KeyError) and len(error.args) == 1 else error
+    text = " ".join(str(message).split()) or name
     if isinstance(error, (RuntimeError, ValueError, LookupError, OSError, PermissionError)):
         return text
     return f"{name}: {text}"

@@ -276,12 +276,12 @@ def evaluation_results(attachment: Attachment | None = None, session: Any | None
 
 
 def command(run_or_job: str) -> int:
-    """`mtrl lab attach RUN_ID_OR_JOB_NAME`: attach, print what was found, exit 0 (1 if not found)."""
+    """`mtrl lab attach RUN_ID_OR_JOB_NAME`: attach, print what was found, exit 0 (LookupError if not found)."""
     try:
         attachment = attach(run_or_job)
     except LookupError as error:
-        print(f"not attached: {error}")
-        return 1
+        # Raised on for `mtrl`, which says it in one line on stderr (exit 1).
+        raise LookupError(f"not attached: {error}") from error
     width = max(len(row["item"]) for row in attachment.rows())
     for row in attachment.rows():
         print(f"{row['item']:<{width}}  {row['value']}")

@@ -180,8 +180,14 @@ def _max_steps(job: Any) -> int | None:
         return None
 
 
-def watch_training(job: Any, poll_s: float, *, read_steps: Any = None, indent: str = "") -> None:
+def watch_training(
+    job: Any, poll_s: float, *, read_steps: Any = None, indent: str = "", on_refresh: Any = None
+) -> None:
     """Until `job` ends: a step bar with the latest reward and validation, and one line per step.
+
+    `on_refresh()`, if given, runs after each refresh of the job, before that poll's step lines,
+    with the bar cleared: `mtrl train` prints the job's statuses there, so they appear in order
+    with the steps instead of all at the end.
 
     Returns as soon as the job is in a terminal status; the caller then waits on it as before
     (which returns at once) and prints its results. A failure to read the metrics (the run not
@@ -199,6 +205,9 @@ def watch_training(job: Any, poll_s: float, *, read_steps: Any = None, indent: s
     with bar(total=_max_steps(job), desc=f"{indent}training", unit="step") as shown:
         while True:
             job.refresh()
+            if on_refresh is not None:
+                with shown.external_write_mode(file=sys.stdout):
+                    on_refresh()
             try:
                 rows = read()
             except Exception:  # noqa: BLE001 - see the docstring

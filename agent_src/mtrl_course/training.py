@@ -390,13 +390,25 @@ def status_table(job: Any) -> Any:
     return pd.DataFrame(rows, columns=["status", "message", "start", "end", "seconds"])
 
 
-def wait(job: Any, poll: float | None = None, *, echo: bool = True) -> Any:
+def echo_transitions(job: Any, shown: int = 0) -> int:
+    """Print each secondary status the job reached after the first `shown` (one line each, as
+    `wait` does); returns how many there are now. The job is not refreshed here."""
+    transitions = _transitions(job)
+    for transition in transitions[shown:]:
+        if transition.status not in TERMINAL_STATUSES:
+            message = _assigned(transition.status_message)
+            print(f"  {transition.status}" + (f": {message}" if message else ""))
+    return len(transitions)
+
+
+def wait(job: Any, poll: float | None = None, *, echo: bool = True, shown: int = 0) -> Any:
     """Block until the job ends; returns it refreshed. Raises the SDK's FailedStatusError if it failed.
 
     Live this is the SDK's own `job.wait` (polling every `poll` seconds, default 60, no
     timeout: a training job runs for hours). Offline it polls DescribeJob every 0.2 s and, with
     `echo`, prints each secondary status once as it is reached, instead of the SDK's 5 s sleeps
-    and full status block per poll.
+    and full status block per poll; `shown` statuses were printed already (by a caller that
+    watched the job, `mtrl train`), so it starts after them.
     """
     if config.is_live():
         job.wait(poll=int(poll or LIVE_POLL_S), timeout=None)
@@ -405,15 +417,9 @@ def wait(job: Any, poll: float | None = None, *, echo: bool = True) -> Any:
     from sagemaker.core.utils.exceptions import FailedStatusError
 
     interval = OFFLINE_POLL_S if poll is None else float(poll)
-    shown = 0
     while True:
         job.refresh()
-        transitions = _transitions(job)
-        for transition in transitions[shown:]:
-            if echo and transition.status not in TERMINAL_STATUSES:
-                message = _assigned(transition.status_message)
-                print(f"  {transition.status}" + (f": {message}" if message else ""))
-        shown = len(transitions)
+        shown = echo_transitions(job, shown) if echo else len(_transitions(job))
         status = job.job_status
         if status in TERMINAL_STATUSES:
             if echo:

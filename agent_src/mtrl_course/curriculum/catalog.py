@@ -372,13 +372,20 @@ def record_offline_seconds(measured: dict[str, int], path: Path | None = None) -
     return previous
 
 
+class UnknownNotebook(KeyError):
+    """A notebook number the catalog does not have; its str() is the message (a KeyError's is a repr)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 def get(nn: str) -> Entry:
-    """The catalog entry for notebook `nn` ("05"); KeyError naming the known numbers otherwise."""
+    """The catalog entry for notebook `nn` ("05"); UnknownNotebook (a KeyError) naming the known numbers otherwise."""
     try:
         return _BY_NN[nn]
     except KeyError:
         known = ", ".join(_BY_NN)
-        raise KeyError(
+        raise UnknownNotebook(
             f"no notebook {nn!r} in the catalog (agent_src/mtrl_course/curriculum/catalog.py); known: {known}"
         ) from None
 

@@ -33,6 +33,7 @@ import hashlib
 import os
 import re
 import shutil
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -558,10 +559,12 @@ def run_command(
     notebooks: Sequence[str] | None = None, timeout: int = CELL_TIMEOUT, store: bool = True, record_times: bool = False
 ) -> int:
     """`mtrl notebooks run [NN ...] [--no-store] [--record-times]`: exit status 0, or 1 after naming the failing cell."""
+    # A notebook that is not there (an unknown number, a missing file) is raised to the caller,
+    # `mtrl`, which says it in one line on stderr; a notebook that failed is named here, on stderr.
     try:
         run(notebooks, timeout, store=store, record_times=record_times)
-    except (NotebookRunError, FileNotFoundError, KeyError, ValueError) as err:
-        print(f"notebooks: FAILED\n{err}")
+    except NotebookRunError as err:
+        print(f"notebooks: FAILED\n{err}", file=sys.stderr)
         return 1
     print("notebooks: OK")
     return 0
@@ -572,7 +575,7 @@ def sync_command(check: bool = False) -> int:
     try:
         messages = sync(check=check)
     except ValueError as err:
-        print(f"sync: FAILED\n{err}")
+        print(f"sync: FAILED\n{err}", file=sys.stderr)
         return 1
     for message in messages:
         print(f"sync: {message}")

@@ -16,6 +16,14 @@ The site is built for offline reading: theme fonts off (no Google Fonts request)
 and MathJax replaced by an empty data: script (the notebooks contain no math, and their dollar
 amounts must not be typeset as formulas). `tests/test_site.py` proves no request leaves the
 machine in a real browser.
+
+It also reads well opened straight from disk (`build/site/index.html`, file://), which is how the
+README opens it: `finish()` inlines the search index into `search/search_index.js` (the theme
+reads that file on file://, where a page may not fetch JSON) and `site_assets/file_worker.js`
+runs the search worker in a hidden iframe (a browser refuses a Worker to a file:// page); the
+404 page's root-absolute links become relative. `site_assets/course.css` and `course.js` make
+tables and outputs fit the column (wrapping at spaces, never mid-word), put a visible cue above
+anything that still scrolls sideways, and enlarge a figure drawn narrower than its size on click.
 """
 
 from __future__ import annotations
@@ -48,6 +56,9 @@ DOC_TITLES = {
 # An empty script instead of MathJax from a CDN (see the module docstring).
 NO_MATHJAX = "data:text/javascript,"
 MARKDOWN_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(([^)\s]+)\)")
+# The site's own stylesheet and scripts (package data), copied to assets/course/ on the site.
+ASSETS_DIR = Path(__file__).resolve().parent / "site_assets"
+ASSETS_URL = "assets/course"
 
 
 # ------------------------------------------------------------------------------ link rewriting
@@ -147,6 +158,10 @@ def mkdocs_config(src_dir: Path, site_dir: Path) -> dict[str, Any]:
                 }
             },
         ],
+        "extra_css": [f"{ASSETS_URL}/course.css"],
+        "extra_javascript": [f"{ASSETS_URL}/course.js"],
+        # Loaded in <head>, before the theme's bundle creates the search worker.
+        "extra": {"polyfills": [f"{ASSETS_URL}/file_worker.js"]},
         "validation": {"links": {"not_found": "warn", "absolute_links": "warn", "unrecognized_links": "warn"}},
         "nav": nav(),
     }
@@ -188,6 +203,7 @@ def prepare(src_dir: Path = SRC_DIR, site_dir: Path = SITE_DIR) -> Path:
             (docs / "docs" / name).write_text(
                 rewrite_links(text, "docs", f"docs/{name}", html_targets=False), encoding="utf-8"
             )
+    shutil.copytree(ASSETS_DIR, docs / ASSETS_URL)
     config_file = src_dir / "mkdocs.yml"
     config_file.write_text(yaml.safe_dump(mkdocs_config(src_dir, site_dir), sort_keys=False), encoding="utf-8")
     return config_file
@@ -209,7 +225,75 @@ def build(src_dir: Path = SRC_DIR, site_dir: Path = SITE_DIR) -> Path:
     ran = subprocess.run(command, capture_output=True, text=True, cwd=src_dir)
     if ran.returncode != 0:
         raise RuntimeError(f"mkdocs build failed (exit {ran.returncode}):\n{ran.stdout}{ran.stderr}")
+    finish(site_dir)
     return site_dir
+
+
+# ------------------------------------------------------------------------------ after the build
+TABLE = re.compile(r"<table\b.*?</table>", re.DOTALL)
+TEXT_NODE = re.compile(r">([^<>]+)<")
+# A run of 12 or more characters without a space: an ARN, an S3 URI, a metric or column name.
+LONG_TOKEN = re.compile(r"[^\s<>]{12,}")
+# Where a long identifier may wrap: after these characters (never inside an HTML entity).
+BREAK_AFTER = re.compile(r"([/:_.=,])(?=[^\s])")
+NUMBER_CELL = re.compile(r"<td>(\s*[-+\u2212]?\$?(?:\d[\d,]*)?(?:\.\d+)?(?:e[-+]?\d+)?\s*%?\s*)</td>")
+ROOT_ABSOLUTE = re.compile(r'((?:href|src)=")/(?!/)')
+
+
+def _wrappable(token: re.Match[str]) -> str:
+    return BREAK_AFTER.sub(r"\1<wbr>", token.group(0))
+
+
+def fit_tables(html: str) -> str:
+    """Let long identifiers in table cells wrap (<wbr> after / : _ . = ,) and mark number cells.
+
+    Without break points a cell holding an ARN is as wide as the ARN, and the table overflows its
+    column; `<wbr>` adds a place to wrap without adding a character (a copied ARN stays whole).
+    """
+
+    def one_table(table: re.Match[str]) -> str:
+        text = TEXT_NODE.sub(lambda node: ">" + LONG_TOKEN.sub(_wrappable, node.group(1)) + "<", table.group(0))
+        if 'class="dataframe"' in text:
+            text = NUMBER_CELL.sub(
+                lambda cell: (
+                    f'<td class="num">{cell.group(1)}</td>' if re.search(r"\d", cell.group(1)) else cell.group(0)
+                ),
+                text,
+            )
+        return text
+
+    return TABLE.sub(one_table, html)
+
+
+def relative_404(html: str) -> str:
+    """The 404 page with relative links: MkDocs writes it with root-absolute ones ("/assets/..."),
+    which from a file:// folder point at the disk's root (no styles, dead links). The page lives
+    at the site's root, so relative links work from disk and from a server serving the site at /."""
+    html = ROOT_ABSOLUTE.sub(r"\1", html)
+    html = html.replace(
+        "<h1>404 - Not found</h1>",
+        "<h1>404 - Not found</h1>\n<p>This page is not part of the course site. Start again from the "
+        '<a href="index.html">home page</a>, pick a notebook on the left, or search above.</p>',
+    )
+    html = html.replace('new URL("/",', 'new URL(".",').replace('"base": "/"', '"base": "."')
+    return html.replace('"search": "/assets/', '"search": "assets/')
+
+
+def finish(site_dir: Path) -> None:
+    """What MkDocs leaves undone for reading the site from disk (see the module docstring)."""
+    index = site_dir / "search" / "search_index.json"
+    if index.is_file():
+        # The name and the variable are the theme's: on file:// its bundle loads this script.
+        (site_dir / "search" / "search_index.js").write_text(
+            "var __index = " + index.read_text(encoding="utf-8") + ";\n", encoding="utf-8"
+        )
+    for page in site_dir.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        fixed = fit_tables(html)
+        if page.relative_to(site_dir).as_posix() == "404.html":
+            fixed = relative_404(fixed)
+        if fixed != html:
+            page.write_text(fixed, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
