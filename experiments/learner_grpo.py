@@ -47,6 +47,7 @@ os.environ.setdefault("MTRL_MODE", "offline")
 from mtrl_course import config  # noqa: E402
 from mtrl_course.learner import play as batch_play  # noqa: E402
 from mtrl_course.learner import weights  # noqa: E402
+from mtrl_course.learner.grpo import LR_SCALE  # noqa: E402
 from mtrl_course.local import failure_lab, fastlane, hub, mlflow_store, runner  # noqa: E402
 from mtrl_course.local.jobruntime import JobRuntimeEmulator  # noqa: E402
 from mtrl_course.local.lm_policy import LearnerPolicy, load_base  # noqa: E402
@@ -162,7 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     tasks = failure_lab.rows("validation")
     evaluate = eval_agent if args.eval_path == "agent" else eval_batch
     _, _, base_id = load_base()
+    import subprocess
+
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     out: dict = {
+        "command": "python experiments/learner_grpo.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "git_commit": commit or "unknown",
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "lr_scale": LR_SCALE,
         "base_id": base_id,
         "eval_path": args.eval_path,
         "overrides": overrides,

@@ -42,8 +42,12 @@ One training step of the local MTRL service with the learner as the policy:
    job's `learning_rate` times `LR_SCALE`: the service's rates (1e-5 to 1e-2) are tuned for the
    LoRA of a 20-billion-parameter model, where one Adam step of 1e-5 on every adapter entry
    moves the model noticeably; on a 128-wide model the same step changes nothing in ten steps.
-   `LR_SCALE` was picked so that the walkthrough's 1e-5 trains the learner visibly in the
-   default run; it is a choice for the lesson, not a finding about any real model.
+   `LR_SCALE` is a choice for the lesson, not a finding about any real model: at 100, the course's
+   default job rate (1e-5, `mtrl_course.training`) takes Adam steps of 1e-3 on the adapter.
+   Measured on the committed base (32 prompts x 8 games a step, outcome-only reward): 1e-3
+   raised the held-out solve rate at temperature 1 from 13% to 27% in 20 steps; 5e-4 moved it
+   half as far; 3e-3 (the scale of 300 used before) collapsed a weaker base to 0% within 10 steps,
+   each step changing a game's log-probability by several nats.
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ from mtrl_course.learner.tokenizer import PAD
 CLIP_LOW_THRESHOLD = 0.8
 CLIP_HIGH_THRESHOLD = 1.2
 KL_COEF = 0.0
-LR_SCALE = 300.0
+LR_SCALE = 100.0
 # Sequences per backward pass are packed up to about this many tokens (memory: the attention
 # probabilities of a pass are batch x heads x length^2 floats per layer).
 MICROBATCH_TOKENS = 6000
