@@ -151,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-path", choices=("agent", "batch"), default="agent")
     ap.add_argument("--learning-rate", type=float, default=None, help="override the run's learning_rate")
     ap.add_argument("--max-steps", type=int, default=None)
+    ap.add_argument(
+        "--max-epochs", type=int, default=None, help="passes over the 640 training prompts (20 steps each)"
+    )
     ap.add_argument("--reward", choices=runner.REWARD_VARIANTS, default=runner.REWARD_TIERED)
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--out", type=Path, default=RESULTS, help="where to write the results")
@@ -160,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         overrides["learning_rate"] = args.learning_rate
     if args.max_steps is not None:
         overrides["max_steps"] = args.max_steps
+    if args.max_epochs is not None:
+        overrides["max_epochs"] = args.max_epochs
     tasks = failure_lab.rows("validation")
     evaluate = eval_agent if args.eval_path == "agent" else eval_batch
     _, _, base_id = load_base()
