@@ -30,9 +30,12 @@ import datetime as dt
 import math
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mtrl_course import config, dataset, naming, service_spec
+
+if TYPE_CHECKING:
+    from mtrl_course.resources import CourseResources
 
 MODEL_ID = service_spec.GPT_OSS_20B
 # The walkthrough's only changes to gpt-oss-20b's defaults: 8192 is the service's maximum (at the
@@ -187,7 +190,7 @@ def _sdk_tags(notebook: str) -> list[dict[str, str]]:
 
 
 def make_trainer(
-    resources: Any, hyperparameters: Mapping[str, Any] | None = None, *, notebook: str = DEFAULT_NOTEBOOK
+    resources: CourseResources, hyperparameters: Mapping[str, Any] | None = None, *, notebook: str = DEFAULT_NOTEBOOK
 ) -> Any:
     """A real `MultiTurnRLTrainer` for the course's resources, with the overrides set.
 
@@ -425,7 +428,9 @@ def wait(job: Any, poll: float | None = None, *, echo: bool = True) -> Any:
 
 
 # ------------------------------------------------------------------------------- offline reuse
-def _matches_offline_recipe(describe: Mapping[str, Any], resources: Any, expected: Mapping[str, Any]) -> bool:
+def _matches_offline_recipe(
+    describe: Mapping[str, Any], resources: CourseResources, expected: Mapping[str, Any]
+) -> bool:
     import json
 
     from mtrl_course import local, service_spec
@@ -454,11 +459,13 @@ def _matches_offline_recipe(describe: Mapping[str, Any], resources: Any, expecte
     if sent != expected:
         return False
     package = (document.get("ServiceOutput") or {}).get("OutputModelPackageArn")
+    if resources.adapter_dir is None:  # resources without an offline adapter folder (live ones)
+        return False
     path = local.adapter_file(package, resources.adapter_dir)
     return path is not None and path.is_file() and local.load_adapter(path).seed == config.DEFAULT_SEED
 
 
-def find_trained_offline(resources: Any) -> str | None:
+def find_trained_offline(resources: CourseResources) -> str | None:
     """The newest completed offline job trained with `OFFLINE_HYPERPARAMETERS` on these resources, or None.
 
     It must still have its stand-in adapter on disk and the course's seed, so reusing it gives
@@ -491,7 +498,7 @@ def find_trained_offline(resources: Any) -> str | None:
             return None
 
 
-def ensure_trained_offline(resources: Any, *, echo: bool = False) -> str:
+def ensure_trained_offline(resources: CourseResources, *, echo: bool = False) -> str:
     """Name of a completed offline training job: reused from an earlier kernel, else trained now.
 
     Training is deterministic (same seed, same metrics), so a reused job is the one this call

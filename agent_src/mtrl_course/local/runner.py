@@ -85,20 +85,20 @@ import numpy as np
 from mtrl_course import config
 from mtrl_course.local import fastlane, grpo, metrics
 from mtrl_course.local.jobruntime import JobRuntimeEmulator, TrajectoryRecord
+from mtrl_course.local.names import (
+    FAULT_AGENT_ERROR,
+    FAULT_AUTH,
+    FAULT_MISSING_REWARD,
+    FAULT_RESTART,
+    FAULTS,
+    LANE_FAST,
+    LANE_FULL,
+    LANES,
+)
 from mtrl_course.local.policy import LABEL, Adapter, StandInPolicy
 from wordle_agent import rollout
 from wordle_agent.reward import legacy_reward, outcome_reward
 
-
-LANE_FAST, LANE_FULL = "fast", "full"
-LANES = (LANE_FAST, LANE_FULL)
-FAULT_AUTH, FAULT_AGENT_ERROR, FAULT_MISSING_REWARD, FAULT_RESTART = (
-    "auth_failure",
-    "agent_error",
-    "missing_reward",
-    "runtime_restart",
-)
-FAULTS = (FAULT_AUTH, FAULT_AGENT_ERROR, FAULT_MISSING_REWARD, FAULT_RESTART)
 FAST_LANE_ONLY_FAULTS = (FAULT_AGENT_ERROR, FAULT_MISSING_REWARD)
 REWARD_TIERED, REWARD_OUTCOME_ONLY, REWARD_LEGACY = "tiered", "outcome_only", "legacy"
 REWARD_VARIANTS = (REWARD_TIERED, REWARD_OUTCOME_ONLY, REWARD_LEGACY)
