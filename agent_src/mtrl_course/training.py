@@ -38,24 +38,12 @@ if TYPE_CHECKING:
     from mtrl_course.resources import CourseResources
 
 MODEL_ID = service_spec.GPT_OSS_20B
-# The walkthrough's only changes to gpt-oss-20b's defaults: 8192 is the service's maximum (at the
-# default 4096 the model often ran out of tokens while reasoning, before its first tool call),
-# and 640 rows at the default batch of 128 make 5 steps an epoch, so 100 steps need 20 epochs.
-WALKTHROUGH_OVERRIDES: dict[str, Any] = {"sampling_max_tokens": 8192, "max_epochs": 20, "max_steps": 100}
-# Offline only: the stand-in policy's run, sized for a notebook. 32 prompts x 8 rollouts a step,
-# 10 steps (half an epoch of the 640 training words), validation on the 128 held-out words at
-# steps 0, 2, 4, ..., 10; 1e-5 is the learning rate the walkthrough recommends.
+# The walkthrough's three overrides and, offline, the stand-in's run (stated in service_spec).
+WALKTHROUGH_OVERRIDES: dict[str, Any] = service_spec.WALKTHROUGH_OVERRIDES
 # Measured (idle 2-core machine, fast lane, seed 42, `mtrl course`): held-out
 # val/reward/pass_at_1 0.00, 0.21, 0.47, 0.48, 0.51, 0.49 at steps 0, 2, ..., 10; 30 s from
 # launch to Completed with the set-up, 45 s for the whole `mtrl course`.
-OFFLINE_HYPERPARAMETERS: dict[str, Any] = {
-    "global_batch_size": 32,
-    "group_size": 8,
-    "max_steps": 10,
-    "max_epochs": 1,
-    "val_every": 2,
-    "learning_rate": 1e-5,
-}
+OFFLINE_HYPERPARAMETERS: dict[str, Any] = service_spec.OFFLINE_OVERRIDES
 # The documented defaults of the settings the course's arithmetic uses (stated once, in service_spec).
 SERVICE_DEFAULTS = service_spec.training_defaults(
     ("global_batch_size", "group_size", "max_steps", "max_epochs", "val_every")

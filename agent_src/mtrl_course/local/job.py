@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mtrl_course.service_spec import TRAINING
+from mtrl_course.service_spec import TRAINING, TrainingHyperparameters
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +70,8 @@ class JobConfig:
     checkpoint_model_package_group_arn: str | None
     input_model_package_arn: str | None
     max_runtime_seconds: int | None
+    # A training job's hyperparameters, typed (the same values as `hyperparameters`); None for evaluation.
+    training: TrainingHyperparameters | None = None
 
 
 class JobHost(Protocol):
@@ -128,6 +130,13 @@ class LocalJob:
     @property
     def hyperparameters(self) -> dict[str, Any]:
         return self.config.hyperparameters
+
+    @property
+    def training_hyperparameters(self) -> TrainingHyperparameters:
+        """A training job's hyperparameters, typed (built once, when CreateJob was validated)."""
+        if self.config.training is None:
+            raise TypeError(f"{self.name} is a {self.category} job: it has no training hyperparameters")
+        return self.config.training
 
     @property
     def runtime_arn(self) -> str:

@@ -83,6 +83,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from mtrl_course import config
+from mtrl_course.service_spec import TrainingHyperparameters
 from mtrl_course.local import fastlane, grpo, metrics
 from mtrl_course.local.jobruntime import JobRuntimeEmulator, TrajectoryRecord
 from mtrl_course.local.names import (
@@ -154,6 +155,8 @@ class ReportingJob(Protocol):
 
     @property
     def hyperparameters(self) -> dict[str, Any]: ...
+    @property
+    def training_hyperparameters(self) -> TrainingHyperparameters: ...
     @property
     def runtime_arn(self) -> str: ...
     @property
@@ -772,7 +775,7 @@ class _Training:
     """One training job's loop: steps of rollouts, GRPO updates and metrics; validation between."""
 
     def __init__(self, job: ReportingJob, options: RunnerOptions, adapter: Any) -> None:
-        hp = self.hp = job.hyperparameters
+        hp = self.hp = job.training_hyperparameters
         self.job, self.options, self.adapter = job, options, adapter
         self.learner: Any = None
         if options.policy == POLICY_LEARNER:
@@ -780,11 +783,11 @@ class _Training:
 
             self.learner = LearnerTrainee(hp, adapter, options.seed)
         self.train_rows, self.val_rows = job.prompts("train"), job.prompts("validation")
-        self.batch, self.group = int(hp["global_batch_size"]), int(hp["group_size"])
+        self.batch, self.group = hp.global_batch_size, hp.group_size
         self.per_epoch = math.ceil(len(self.train_rows) / self.batch)
-        self.total_steps = min(int(hp["max_steps"]), int(hp["max_epochs"]) * self.per_epoch)
-        self.val_every = int(hp["val_every"]) if self.val_rows else 0
-        self.config = grpo.GRPOConfig.from_hyperparameters(hp)
+        self.total_steps = min(hp.max_steps, hp.max_epochs * self.per_epoch)
+        self.val_every = hp.val_every if self.val_rows else 0
+        self.config = grpo.GRPOConfig.from_training(hp)
         self.optimizer = grpo.Adam(self.config)
         self.completed = 0
 
@@ -797,7 +800,7 @@ class _Training:
         first = self.learner.policy() if self.learner else StandInPolicy(self.adapter, seed=self.options.seed)
         self.session, self.mlflow = _open(job, self.options, first)
         job.update_progress(
-            MaxEpoch=int(hp["max_epochs"]),
+            MaxEpoch=hp.max_epochs,
             StepsPerEpoch=self.per_epoch,
             CurrentEpoch=1,
             CurrentStep=0,
@@ -830,7 +833,7 @@ class _Training:
         hp, started = self.hp, time.monotonic()
         epoch, within, rows = _batch_rows(len(self.train_rows), self.batch, step, self.options.seed)
         self.job.update_progress(CurrentEpoch=epoch, CurrentStep=within)
-        sampling = (float(hp["temperature"]), float(hp["sampling_top_p"]), int(hp["sampling_max_tokens"]))
+        sampling = (hp.temperature, hp.sampling_top_p, hp.sampling_max_tokens)
         tasks = [
             RolloutTask("train", step, row, r, self.train_rows[row], *sampling)
             for row in rows
@@ -919,7 +922,7 @@ class _Training:
         if not _validation_due(step, self.total_steps, self.val_every):
             return True
         started = time.monotonic()
-        max_tokens = int(self.hp["sampling_max_tokens"])
+        max_tokens = self.hp.sampling_max_tokens
         tasks = [RolloutTask("val", step, i, 0, row, 0.0, None, max_tokens) for i, row in enumerate(self.val_rows)]
         outcomes = self.session.run(tasks)
         _bill_sampling(self.job, outcomes)
@@ -927,9 +930,7 @@ class _Training:
         if failure:
             self.mlflow.fail_job(self.job, failure)
             return False
-        values = metrics.success_metrics(
-            "val", _records(outcomes), float(self.hp["success_threshold"]), self.hp["pass_k_values"]
-        )
+        values = metrics.success_metrics("val", _records(outcomes), self.hp.success_threshold, self.hp.pass_k_values)
         values["timing_s/eval"] = time.monotonic() - started
         self.mlflow.log(values, step)
         return True

@@ -44,6 +44,7 @@ from mtrl_course.service_spec import (
     EVALUATION,
     JOB_CATEGORIES,
     TRAINING,
+    TrainingHyperparameters,
     flatten_nested,
     resolve_hyperparameters,
 )
@@ -505,10 +506,17 @@ class LocalMTRLService:
             raise ServiceError("ResourceNotFound", f"Base model {base_model} is not supported for {category}.")
         if region not in service_spec.MODELS[base_model][1]:
             raise validation_error(f"Base model {base_model} is not available for {category} in {region}.")
+        training: TrainingHyperparameters | None = None
         if category == TRAINING:
-            hyperparameters = resolve_hyperparameters(
-                settings.get("HyperParameters"), service_spec.training_spec(base_model), f"{section}.HyperParameters"
+            # Typed once, here; the runner and both GRPOs receive this object, never the strings.
+            training = TrainingHyperparameters.from_resolved(
+                resolve_hyperparameters(
+                    settings.get("HyperParameters"),
+                    service_spec.training_spec(base_model),
+                    f"{section}.HyperParameters",
+                )
             )
+            hyperparameters = training.as_dict()
         else:
             hyperparameters = resolve_hyperparameters(
                 flatten_nested(settings.get("HyperParameters")),
@@ -561,6 +569,7 @@ class LocalMTRLService:
             checkpoint_model_package_group_arn=packages.get("IntermediateCheckpointModelPackageGroupArn"),
             input_model_package_arn=input_package,
             max_runtime_seconds=stopping.get("MaxRuntimeInSeconds"),
+            training=training,
         )
 
     def _check_schedule(self, hyperparameters: Mapping[str, Any], rows: int) -> None:
