@@ -26,7 +26,7 @@ export MPLBACKEND ?= Agg
 help:
 	@echo "make course     run the course's main job offline (creates .venv on first use)"
 	@echo "make test       lint, type-check, then the first test tier (unit, property, contract, nbval, hygiene)"
-	@echo "make test-experiments  the second tier: one-seed re-runs of the stored experiments, perturbed arithmetic"
+	@echo "make test-experiments  the second tier: one-seed re-runs of the stored experiments, perturbed arithmetic, slow end-to-end checks"
 	@echo "make lint       ruff (lint and format check) and mypy only"
 	@echo "make lab        open the notebooks in JupyterLab (this environment's python3 kernel, clean saves)"
 	@echo "make site       render the course as a static website in build/site/ (offline)"
@@ -87,8 +87,9 @@ PYTEST_WORKERS ?= auto
 PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadgroup
 # Two tiers split the suite by one marker (pyproject.toml): every test runs in exactly one of them
 # (tests/test_makefile.py checks that the two selections are complements). `make test` is the
-# everyday one; `make test-experiments` holds the one-seed re-runs of the stored experiments and
-# the perturbed-arithmetic run of every notebook (minutes each). `.ci/run` runs both.
+# everyday one; `make test-experiments` holds the one-seed re-runs of the stored experiments, the
+# perturbed-arithmetic run of every notebook and the slowest end-to-end checks that are not
+# notebooks (minutes each; tests/test_makefile.py lists them). `.ci/run` runs both.
 TIER_TEST := not experiments
 TIER_EXPERIMENTS := experiments
 test: $(STAMP) lint
