@@ -254,8 +254,8 @@ def agent_requests(task: str, environments: Mapping[str, Mapping[str, str]]) -> 
     agent_variables = (rollout.REASONING_EFFORT_ENV, rollout.REASONING_PROMPT_HINT_ENV)
     for label, variables in environments.items():
         seen[label] = {}
-        with config.environment(variables, unset=agent_variables), rollout.use_model_factory(factory):
-            rollout.run_rollout({"prompt": task})
+        with config.environment(variables, unset=agent_variables):
+            rollout.run_rollout({"prompt": task}, model=factory)
     return seen
 
 

@@ -292,8 +292,8 @@ def _reward_of(outcome: RolloutOutcome) -> float:
     return float(outcome.record.reward)
 
 
-def _keep_result_without_reward(payload: dict) -> dict:
-    result: dict[str, Any] = dict(rollout.run_rollout(payload))
+def _keep_result_without_reward(payload: dict, model: rollout.ModelFactory | None = None) -> dict:
+    result: dict[str, Any] = dict(rollout.run_rollout(payload, model=model))
     result.pop("reward", None)
     result["status"] = "done"
     return result
@@ -314,33 +314,22 @@ REWARD_FUNCTIONS: dict[str, Callable[[Any], float]] = {
     REWARD_OUTCOME_ONLY: outcome_only_reward,
     REWARD_LEGACY: legacy_reward,
 }
-_GAMES = threading.local()
 
 
-def _collect_game(task_id: str, game: Any) -> None:
-    games = getattr(_GAMES, "games", None)
-    if games is not None:  # only the thread that is playing a variant rollout collects
-        games.append(game)
-
-
-def reward_variant_handler(variant: str, inner: Callable[[dict], Any] = rollout.run_rollout) -> Callable[[dict], Any]:
+def reward_variant_handler(variant: str, inner: Callable[..., Any] = rollout.run_rollout) -> Callable[..., Any]:
     """A handler that plays `inner` and reports the `variant` reward of the game it played.
 
-    The game is read through `rollout.use_game_observer` in the thread that plays it; a rollout
-    that never made a game (a malformed task) keeps the handler's own reward.
+    `inner` is called as `inner(payload, model=model, observer=...)` (as `rollout.run_rollout`):
+    the game is handed to this handler's own observer, nothing process-wide; a rollout that never
+    made a game (a malformed task) keeps the handler's own reward.
     """
     if variant == REWARD_TIERED:
         return inner
     score = REWARD_FUNCTIONS[variant]
 
-    def handler(payload: dict) -> Any:
-        _GAMES.games = []
-        try:
-            with rollout.use_game_observer(_collect_game):
-                result = inner(payload)
-            games = list(_GAMES.games)
-        finally:
-            _GAMES.games = None
+    def handler(payload: dict, model: rollout.ModelFactory | None = None) -> Any:
+        games: list[Any] = []
+        result = inner(payload, model=model, observer=lambda task_id, game: games.append(game))
         if games and isinstance(result, dict) and "reward" in result:
             result = {**result, "reward": float(score(games[-1]))}
         return result
@@ -348,8 +337,8 @@ def reward_variant_handler(variant: str, inner: Callable[[dict], Any] = rollout.
     return handler
 
 
-def _agent_error_result(payload: dict) -> dict:
-    rollout.run_rollout(payload)
+def _agent_error_result(payload: dict, model: rollout.ModelFactory | None = None) -> dict:
+    rollout.run_rollout(payload, model=model)
     return {"status": "error", "error": "injected fault: the agent gave up on this rollout"}
 
 
@@ -481,7 +470,7 @@ class _JobSession:
             "policy. Never redeploy the agent while a job runs."
         )
 
-    def _handler_for(self, task: RolloutTask, attempt: int) -> Callable[[dict], Any]:
+    def _handler_for(self, task: RolloutTask, attempt: int) -> Callable[..., Any]:
         if task == self.fault_target and attempt == 0:
             if self._take_fault(FAULT_AGENT_ERROR):
                 return _agent_error_result
