@@ -178,7 +178,7 @@ def _sdk_tags(notebook: str) -> list[dict[str, str]]:
 
 
 def make_trainer(
-    resources: CourseResources, hyperparameters: Mapping[str, Any] | None = None, *, notebook: str = DEFAULT_NOTEBOOK
+    resources: Any, hyperparameters: Mapping[str, Any] | None = None, *, notebook: str = DEFAULT_NOTEBOOK
 ) -> Any:
     """A real `MultiTurnRLTrainer` for the course's resources, with the overrides set.
 
