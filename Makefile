@@ -21,11 +21,12 @@ export MTRL_MODE ?= offline
 export SAGEMAKER_TELEMETRY_DISABLED ?= true
 export MPLBACKEND ?= Agg
 
-.PHONY: help venv check-python course test test-fast lint notebooks bench lock words dataset site student lab clean distclean
+.PHONY: help venv check-python course test test-experiments test-fast lint notebooks bench lock words dataset site student lab clean distclean
 
 help:
 	@echo "make course     run the course's main job offline (creates .venv on first use)"
-	@echo "make test       lint, type-check, then run the whole test suite (unit, property, contract, nbval, hygiene)"
+	@echo "make test       lint, type-check, then the first test tier (unit, property, contract, nbval, hygiene)"
+	@echo "make test-experiments  the second tier: one-seed re-runs of the stored experiments, perturbed arithmetic, slow end-to-end checks"
 	@echo "make lint       ruff (lint and format check) and mypy only"
 	@echo "make lab        open the notebooks in JupyterLab (this environment's python3 kernel, clean saves)"
 	@echo "make site       render the course as a static website in build/site/ (offline)"
@@ -83,8 +84,19 @@ course: $(STAMP)
 # Two or more workers (pytest-xdist): modules stay whole on one worker and the notebooks run in
 # order on one worker (see tests/notebooks_conftest_plugin.py).
 PYTEST_WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadgroup
+# Two tiers split the suite by one marker (pyproject.toml): every test runs in exactly one of them
+# (tests/test_makefile.py checks that the two selections are complements). `make test` is the
+# everyday one; `make test-experiments` holds the one-seed re-runs of the stored experiments, the
+# perturbed-arithmetic run of every notebook and the slowest end-to-end checks that are not
+# notebooks (minutes each; tests/test_makefile.py lists them). `.ci/run` runs both.
+TIER_TEST := not experiments
+TIER_EXPERIMENTS := experiments
 test: $(STAMP) lint
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadgroup
+	$(PYTEST) -m "$(TIER_TEST)"
+
+test-experiments: $(STAMP)
+	$(PYTEST) -m "$(TIER_EXPERIMENTS)"
 
 # Style and types, configured in pyproject.toml: ruff's lint rules, ruff's formatter (check only;
 # `$(BIN)/ruff format` rewrites) and mypy over both packages.
@@ -93,9 +105,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check agent_src tests benchmarks experiments
 	$(BIN)/mypy
 
-# Everything except the notebooks (quick inner loop while editing code).
+# The first tier without the notebooks (quick inner loop while editing code).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadgroup -m "not notebooks"
+	$(PYTEST) -m "not notebooks and ($(TIER_TEST))"
 
 notebooks: $(STAMP)
 	$(BIN)/mtrl notebooks run

@@ -191,6 +191,7 @@ def test_cleanup_lists_then_deletes_only_with_yes(capsys, offline):
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_offline_no_wait_leaves_a_job_that_completes(tmp_path):
     # Offline the job runs in the process that created it; --no-wait used to end that process
     # at once, and the service failed the job ("the Python process that ran it ended").

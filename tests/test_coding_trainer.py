@@ -132,6 +132,7 @@ def test_the_dead_scorer_is_flagged_and_the_fix_revives_its_spread() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_a_stored_run_reproduces_in_the_same_direction() -> None:
     stored = json.loads(RESULTS.read_text(encoding="utf-8"))
     seed = stored["seeds"][0]

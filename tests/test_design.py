@@ -1,14 +1,17 @@
 """The layering docs/DESIGN.md describes, checked on the source: who may import whom.
 
-Every import counts, also those inside functions (they are how a module reaches another at run
-time), so a circle hidden behind a deferred import is still a circle. Imports under
-`if TYPE_CHECKING:` are left out: they exist for the type checker only and never run.
+Every import counts: those inside functions (they are how a module reaches another at run time)
+and those under `if TYPE_CHECKING:` (a type annotation that names a module of a higher layer, or
+one that closes a circle, is the same coupling as a run-time import, only hidden). So a circle
+behind a deferred or type-checking import is still a circle, and an up-layer import is found
+wherever it is written. Every rule the "Packages" section of DESIGN.md states has a test here.
 """
 
 from __future__ import annotations
 
 import ast
 import io
+import sys
 import tokenize
 from pathlib import Path
 
@@ -21,7 +24,7 @@ SEAM = "mtrl_course.aws"
 # The learner (a tiny language model and its GRPO) sits between the foundation and local/: local/
 # serves it, it never reaches up into local/, the seam or a step module.
 LEARNER = "mtrl_course.learner"
-# What the stand-ins in local/ may use of the toolkit: the foundation, never the seam or a step.
+# Layer 0, the foundation: what everything above may use.
 FOUNDATION = {
     "mtrl_course.config",
     "mtrl_course.errors",
@@ -32,9 +35,55 @@ FOUNDATION = {
     "mtrl_course.solver",
     "mtrl_course.dataset",
     "mtrl_course.policy_eval",
+    "mtrl_course.netguard",
+    "mtrl_course.telemetry",
+    "mtrl_course.mlflow_client",
+    "mtrl_course.wordlists",
 }
+# Layer 3, one module per course step (and notebook 09's reward lesson).
+STEPS = {
+    f"mtrl_course.{name}"
+    for name in (
+        "iam preflight deploy smoke storage resources training monitoring evaluation costs plots cleanup "
+        "run_scope lab reward_lab"
+    ).split()
+}
+# Layer 4, the course machinery: the command line, progress bars, the notebooks' bootstrap and
+# curriculum/ (and the package's own face, which imports nothing).
+MACHINERY = {"mtrl_course", "mtrl_course.cli", "mtrl_course.progress", "mtrl_course.notebook"}
 # The seam builds the backend (local.stack) and hands it the path to moto (local.apicall).
 SEAM_MAY_USE = {"mtrl_course.local.stack", "mtrl_course.local.apicall"}
+# What the deployed agent may import besides the standard library (DESIGN.md, "Packages").
+AGENT_MAY_USE = (
+    "strands",
+    "openai",
+    "httpx",
+    "sagemaker.train.rft",
+    "sagemaker.core.token_generator",
+    "bedrock_agentcore",
+    "botocore",
+)
+# coding_agent's environment part (bundled for Nova Forge) uses the standard library only; its
+# stand-in trainer reuses the Wordle stand-in's group-relative update and adapter scale.
+CODING_ENVIRONMENT = {f"coding_agent.{name}" for name in ("env", "sandbox", "jail", "reward", "tasks", "simulator")}
+CODING_MAY_USE_OF_TOOLKIT = {"mtrl_course.local.grpo", "mtrl_course.local.policy"}
+
+
+def layer(name: str) -> float:
+    """The layer DESIGN.md puts a module of mtrl_course in (KeyError for one it does not place)."""
+    if name in MACHINERY or name.startswith("mtrl_course.curriculum"):
+        return 4
+    if name in STEPS:
+        return 3
+    if name == SEAM:
+        return 2
+    if name == LOCAL or name.startswith(LOCAL + "."):
+        return 1
+    if name == LEARNER or name.startswith(LEARNER + "."):
+        return 0.5
+    if name in FOUNDATION:
+        return 0
+    raise KeyError(name)
 
 
 def module_name(path: Path) -> str:
@@ -50,41 +99,59 @@ MODULES = {
 }
 
 
-def imports_of(name: str) -> set[str]:
-    """Every module of agent_src that `name` imports (at any depth of the file)."""
+def _imported_names(name: str) -> list[str]:
+    """Every dotted name `name`'s file imports, at any depth, TYPE_CHECKING blocks included."""
     path = MODULES[name]
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
-    type_only = {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
-        for inner in ast.walk(node)
-    }
+    names: list[str] = []
     for node in ast.walk(tree):
-        if id(node) in type_only:
-            continue
         if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
+            names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 base = ".".join([*anchor, base] if base else anchor)
             # `from pkg import sub` imports the submodule when one exists, else a name from pkg.
-            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
-        else:
-            continue
-        for target in targets:
-            while target and target not in MODULES:
-                target = target.rpartition(".")[0]
-            if target and target != name:
-                found.add(target)
+            names.extend(f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names)
+    return names
+
+
+def imports_of(name: str) -> set[str]:
+    """Every module of agent_src that `name` imports (at any depth of the file)."""
+    found: set[str] = set()
+    for target in _imported_names(name):
+        while target and target not in MODULES:
+            target = target.rpartition(".")[0]
+        if target and target != name:
+            found.add(target)
     return found
 
 
+def outside_imports(name: str) -> set[str]:
+    """What `name` imports from outside agent_src and the standard library (dotted, as written)."""
+    return {
+        target
+        for target in _imported_names(name)
+        if target.split(".")[0] not in sys.stdlib_module_names
+        and target.split(".")[0] not in {"__future__"}
+        and not any(target == m or target.startswith(m + ".") for m in MODULES)
+    }
+
+
 GRAPH = {name: imports_of(name) for name in MODULES}
+TOOLKIT_MODULES = sorted(n for n in MODULES if n == TOOLKIT or n.startswith(TOOLKIT + "."))
+
+
+def up_layer_imports() -> list[tuple[str, str]]:
+    """Imports from a module to one of a higher layer (DESIGN.md: each layer imports only below)."""
+    return sorted(
+        (name, target)
+        for name in TOOLKIT_MODULES
+        for target in GRAPH[name]
+        if target.startswith(TOOLKIT) and layer(target) > layer(name)
+    )
 
 
 def test_the_graph_sees_the_packages():
@@ -92,10 +159,52 @@ def test_the_graph_sees_the_packages():
     assert "mtrl_course.local.stack" in GRAPH[SEAM]
 
 
+def test_type_checking_imports_count(tmp_path, monkeypatch):
+    sample = tmp_path / "sample_mod.py"
+    sample.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from mtrl_course import cli\n")
+    monkeypatch.setitem(MODULES, "sample_mod", sample)
+    assert "mtrl_course.cli" in imports_of("sample_mod")
+
+
+def test_every_toolkit_module_has_a_layer():
+    unplaced = []
+    for name in TOOLKIT_MODULES:
+        try:
+            layer(name)
+        except KeyError:
+            unplaced.append(name)
+    assert not unplaced, f"place {unplaced} in a layer of docs/DESIGN.md and of this test"
+
+
+def test_no_import_goes_up_a_layer():
+    assert up_layer_imports() == []
+
+
 def test_the_agent_module_imports_nothing_from_the_toolkit():
     for name, targets in GRAPH.items():
         if name.startswith("wordle_agent"):
-            assert not {t for t in targets if t.startswith(TOOLKIT)}, f"{name} imports the toolkit"
+            assert not {t for t in targets if not t.startswith("wordle_agent")}, f"{name} imports the toolkit"
+
+
+def test_the_agent_module_imports_only_its_listed_dependencies():
+    for name in MODULES:
+        if name.startswith("wordle_agent"):
+            extra = {t for t in outside_imports(name) if not t.startswith(AGENT_MAY_USE)}
+            assert not extra, f"{name} imports {sorted(extra)}; the deployed agent may use {AGENT_MAY_USE}"
+
+
+def test_the_coding_environment_uses_the_standard_library_only():
+    for name in CODING_ENVIRONMENT:
+        assert name in MODULES, name
+        assert not outside_imports(name), f"{name} imports {sorted(outside_imports(name))}"
+        assert all(t.startswith("coding_agent") for t in GRAPH[name]), f"{name} imports {sorted(GRAPH[name])}"
+
+
+def test_the_coding_agent_uses_of_the_toolkit_only_the_stand_ins_update():
+    for name, targets in GRAPH.items():
+        if name.startswith("coding_agent"):
+            toolkit = {t for t in targets if t.startswith(TOOLKIT)}
+            assert toolkit <= CODING_MAY_USE_OF_TOOLKIT, f"{name} imports {sorted(toolkit)}"
 
 
 def test_step_modules_use_only_the_face_of_local():
@@ -106,6 +215,13 @@ def test_step_modules_use_only_the_face_of_local():
         if name == SEAM:
             inner -= SEAM_MAY_USE
         assert not inner, f"{name} reaches into {sorted(inner)}; use `from mtrl_course import local`"
+
+
+def test_the_face_of_local_names_what_it_offers():
+    # No `__getattr__` resolving names from strings: editors and mypy see every name of the face.
+    tree = ast.parse(MODULES[LOCAL].read_text(encoding="utf-8"))
+    functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert "__getattr__" not in functions
 
 
 def test_nothing_in_local_imports_back_up():
@@ -124,6 +240,11 @@ def test_the_learner_imports_only_the_foundation_and_the_agents_text():
     for name in learner:
         toolkit = {t for t in GRAPH[name] if t.startswith(TOOLKIT) and not t.startswith(LEARNER)}
         assert toolkit <= FOUNDATION, f"{name} imports {sorted(toolkit - FOUNDATION)}; the learner sits below local/"
+
+
+def test_the_seam_uses_of_local_only_the_stack_and_the_call():
+    local = {t for t in GRAPH[SEAM] if t.startswith(LOCAL)}
+    assert local <= SEAM_MAY_USE, sorted(local - SEAM_MAY_USE)
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -162,10 +283,8 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_circles():
-    # The package faces (`__init__`) import their own submodules lazily, by design; a circle
-    # through a face is not a circle between two concerns, so faces are left out.
-    graph = {n: {t for t in ts if MODULES[t].name != "__init__.py"} for n, ts in GRAPH.items()}
-    assert _cycles(graph) == []
+    # Every import counts, type-checking and package faces (`__init__`) included.
+    assert _cycles(GRAPH) == []
 
 
 def test_the_cycle_finder_finds_a_circle():

@@ -245,6 +245,7 @@ def test_the_stored_directions_hold(stored):
     assert tokens[failure_lab.STRATEGY_FRESH]["signatures"] > 100 * tokens[failure_lab.STRATEGY_COURSE]["signatures"]
 
 
+@pytest.mark.experiments
 def test_one_cheap_configuration_reproduces_the_stored_steps(backend, stored, tmp_path):
     import sys
 

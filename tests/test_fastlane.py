@@ -100,7 +100,7 @@ def test_a_handler_exception_is_reported_as_a_failed_rollout(emulator):
     emulator.register_job(arn, StandInPolicy())
     emulator.start_trajectory(arn, "t")
 
-    def broken(payload: dict) -> dict:
+    def broken(payload: dict, model: object = None) -> dict:
         raise RuntimeError("the agent crashed")
 
     episode = fastlane.play_episode(emulator, arn, "t", TASK, temperature=1.0, handler=broken)
@@ -108,23 +108,34 @@ def test_a_handler_exception_is_reported_as_a_failed_rollout(emulator):
     assert emulator.trajectory(arn, "t").completion_status == "failed"
 
 
-def test_other_threads_keep_the_factory_installed_before_the_fast_lane():
+def test_an_episode_hands_its_rollout_a_model_and_swaps_nothing_process_wide(emulator):
     built = []
 
     def sentinel(endpoint: str, params: dict) -> str:
         built.append(endpoint)
         return "sentinel-model"
 
+    seen = []
+
+    def handler(payload: dict, model: object = None) -> dict:
+        # The process's factory is untouched while the episode plays, in this thread and others.
+        seen.append(rollout.current_model_factory())
+        worker = threading.Thread(target=lambda: seen.append(rollout.current_model_factory()))
+        worker.start()
+        worker.join()
+        assert callable(model)
+        seen.append(model("http://ignored", {"temperature": 1.0}))
+        return {"reward": 1.0}
+
+    arn = job_arn("handed")
+    emulator.register_job(arn, StandInPolicy())
+    emulator.start_trajectory(arn, "t")
     with rollout.use_model_factory(sentinel):
-        with fastlane.installed():
-            factory = rollout.current_model_factory()
-            assert factory is not sentinel
-            answers = []
-            worker = threading.Thread(target=lambda: answers.append(factory("http://127.0.0.1:1", {})))
-            worker.start()
-            worker.join()
-            assert answers == ["sentinel-model"] and built == ["http://127.0.0.1:1"]
+        with fastlane.installed():  # kept for old callers: installs nothing
+            episode = fastlane.play_episode(emulator, arn, "t", TASK, temperature=1.0, handler=handler)
         assert rollout.current_model_factory() is sentinel
+    assert episode.reported == "ready" and seen[:2] == [sentinel, sentinel] and built == []
+    assert isinstance(seen[2], fastlane.FastLaneModel) and seen[2].binding.trajectory_id == "t"
 
 
 def test_streamed_events_carry_text_tool_calls_and_usage():

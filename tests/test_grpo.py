@@ -3,11 +3,14 @@ determinism."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
+from mtrl_course import service_spec
+from mtrl_course.errors import ServiceError
 from mtrl_course.local import grpo
 from mtrl_course.local.policy import (
     BASE_WEIGHTS,
@@ -129,8 +132,9 @@ def test_the_step_size_follows_learning_rate_and_alpha_over_rank():
     assert grpo.GRPOConfig(learning_rate=1e-5, lora_alpha=64, lora_rank=64).step_size == pytest.approx(
         base.step_size / 2
     )
-    config = grpo.GRPOConfig.from_hyperparameters({"learning_rate": 3e-5, "loss_fn": "cispo", "group_size": 8})
-    assert (config.learning_rate, config.loss_fn) == (3e-5, "cispo")
+    hp = service_spec.TrainingHyperparameters.resolve({"learning_rate": "3e-5", "loss_fn": "cispo", "group_size": "8"})
+    config = grpo.GRPOConfig.from_training(hp)
+    assert (config.learning_rate, config.loss_fn, config.lora_rank) == (3e-5, "cispo", hp.lora_rank)
     with pytest.raises(ValueError, match="loss_fn"):
         grpo.GRPOConfig(loss_fn="sgd")
 
@@ -170,3 +174,41 @@ def test_verification_offsets_enter_the_softmax_and_the_gradient_still_matches()
         step[i] = 1e-6
         numeric[i] = (logp(vector + step, checked) - logp(vector - step, checked)) / 2e-6
     assert np.allclose(grad, numeric, atol=1e-5)
+
+
+# --- the typed hyperparameters every GRPO receives ------------------------------------------------------
+
+
+def test_the_typed_hyperparameters_are_the_service_table_and_its_defaults():
+    fields = [f.name for f in dataclasses.fields(service_spec.TrainingHyperparameters)]
+    assert fields == list(service_spec.TRAINING_SPEC)  # one table, one type, in the table's order
+    assert service_spec.TrainingHyperparameters.resolve().as_dict() == service_spec.training_defaults()
+
+
+def test_an_unknown_hyperparameter_is_refused_in_the_services_words():
+    with pytest.raises(ServiceError, match="Member must be one of the supported hyperparameters") as refused:
+        service_spec.TrainingHyperparameters.resolve({"learning_rat": "1e-5"})
+    assert refused.value.code == "ValidationException" and "learning_rat" in str(refused.value)
+    hp = service_spec.TrainingHyperparameters.resolve()
+    with pytest.raises(ServiceError, match="greater than 0"):
+        hp.replace(learning_rate=0.0)
+    assert hp.replace(learning_rate=1e-3).learning_rate == 1e-3
+    # In-memory lab runs may go below the service's ranges, never outside its names.
+    assert service_spec.TrainingHyperparameters.unbounded({"global_batch_size": 4}).global_batch_size == 4
+    with pytest.raises(ServiceError, match="Member must be one of the supported hyperparameters"):
+        service_spec.TrainingHyperparameters.unbounded({"lr": 1e-3})
+
+
+def test_the_update_defaults_to_the_service_table_and_takes_every_service_knob_from_a_job():
+    defaults = service_spec.training_defaults()
+    config = grpo.GRPOConfig()
+    service_named = [f.name for f in dataclasses.fields(config) if f.name in defaults]
+    assert len(service_named) == 12
+    assert all(getattr(config, name) == defaults[name] for name in service_named)
+    changed = {
+        name: value
+        for name, value in (("learning_rate", 2e-3), ("lora_rank", 16), ("loss_fn", "cispo"), ("adam_eps", 1e-6))
+    }
+    hp = service_spec.TrainingHyperparameters.resolve().replace(**changed)
+    taken = grpo.GRPOConfig.from_training(hp)
+    assert all(getattr(taken, name) == getattr(hp, name) for name in service_named)

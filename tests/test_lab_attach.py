@@ -74,6 +74,7 @@ def _run(script: str, state: str, run: str, *args: str) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_a_learner_attaches_to_the_instructors_run_with_only_its_id(tmp_path):
     state = str(tmp_path / "state")
     os.makedirs(state, exist_ok=True)

@@ -2,10 +2,10 @@
 
 Another machine's numpy and OpenBLAS kernels round the policy's dot products differently in the
 last bit; a training run then takes a different draw somewhere and prints different last digits
-(docs/DESIGN.md, "Comparing numbers across machines"). This test runs what `make test` compares
-against committed outputs and stored results (every notebook under nbval, and the re-runs of the
-stored experiments) a second time, with `MTRL_PERTURB_ARITHMETIC=1`: the same sums in reverse
-order. Everything must still pass, and at least one notebook cell must have needed its tolerance
+(docs/DESIGN.md, "Comparing numbers across machines"). This test (in `make test-experiments`)
+runs what the suite compares against committed outputs and stored results (every notebook under
+nbval, and the re-runs of the stored experiments) a second time, with `MTRL_PERTURB_ARITHMETIC=1`:
+the same sums in reverse order. Everything must still pass, and at least one notebook cell must have needed its tolerance
 (otherwise the perturbation perturbed nothing and the test proves nothing).
 
 It is one long test (the notebooks take minutes), run in its own pytest process with its own
@@ -34,6 +34,7 @@ STORED_RERUNS = [
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_every_committed_comparison_holds_under_perturbed_arithmetic(tmp_path: Path) -> None:
     state = ROOT / ".state" / "perturbed"
     shutil.rmtree(state, ignore_errors=True)

@@ -54,6 +54,7 @@ def test_the_summary_is_the_mean_of_the_seeds(stored):
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_one_cheap_arm_reruns_to_the_stored_numbers(stored, ablation, tmp_path, monkeypatch):
     monkeypatch.setenv("MTRL_STATE_DIR", str(tmp_path))
     seed = stored["seeds"][0]

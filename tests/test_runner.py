@@ -396,11 +396,11 @@ def test_reward_variants_report_another_number_for_the_same_game(monkeypatch):
     from wordle_agent.game import WordleGame
     from wordle_agent.reward import legacy_reward
 
-    def play(payload: dict) -> dict:
+    def play(payload: dict, model: object = None, observer: object = None) -> dict:
         game = WordleGame("PASTE")
         for word in ("CRANE", "HOIST", "PASTE"):
             game.guess(word)
-        rollout._notify_observers("row", game)
+        rollout._notify_observers("row", game, observer)  # type: ignore[arg-type]
         return {"reward": game.final_reward()}
 
     expected = WordleGame("PASTE")
@@ -415,7 +415,7 @@ def test_reward_variants_report_another_number_for_the_same_game(monkeypatch):
         1.05 + 0.5 * 3 / 5
     )
     # A rollout that made no game (a malformed task) keeps the handler's own reward.
-    assert runner.reward_variant_handler(runner.REWARD_LEGACY, lambda p: {"reward": -1.5})({}) == {"reward": -1.5}
+    assert runner.reward_variant_handler(runner.REWARD_LEGACY, lambda p, **_: {"reward": -1.5})({}) == {"reward": -1.5}
 
 
 def test_outcome_only_ignores_seeded_guesses_when_the_policy_never_played():

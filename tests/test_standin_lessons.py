@@ -50,6 +50,7 @@ def test_points_one_to_four_hold_by_more_than_twice_their_standard_error(stored)
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_one_seed_rerun_keeps_every_stored_direction(stored, lessons):
     from tqdm import tqdm
 

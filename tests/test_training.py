@@ -348,6 +348,7 @@ def _metric(job, key: str) -> dict[int, float]:
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_the_default_offline_run_trains_the_stand_in_within_budget(default_run, capsys):
     job, seconds = default_run
     # How long it took is measured by benchmarks/bench_stack.py and printed by `mtrl course`, not
@@ -376,6 +377,7 @@ def test_the_default_offline_run_trains_the_stand_in_within_budget(default_run, 
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_a_finished_offline_job_is_reused_instead_of_trained_again(offline, default_run):
     job, _ = default_run
     before = len(aws.session().client("sagemaker").list_jobs(JobCategory=training.JOB_CATEGORY)["JobSummaries"])
@@ -386,6 +388,7 @@ def test_a_finished_offline_job_is_reused_instead_of_trained_again(offline, defa
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_two_runs_with_the_same_seed_log_identical_metrics(offline):
     jobs = []
     for _ in range(2):
@@ -426,6 +429,7 @@ NEW_PROCESS_SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_a_new_process_attaches_reads_metrics_and_evaluates_the_trained_package(offline, default_run):
     job, _ = default_run
     state = str(offline.state_dir)
@@ -446,6 +450,7 @@ def test_a_new_process_attaches_reads_metrics_and_evaluates_the_trained_package(
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_96_concurrent_rollouts_through_the_runtime_each_report_one_reward(offline):
     """The real agent app over HTTP (handler, wrap_model, OpenAIModel) against the emulator, 96 at once."""
     from mtrl_course.curriculum import course_run as course

@@ -90,6 +90,9 @@ NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 # MTRL_STATE_DIR moves it: the test suite and `mtrl notebooks run` point it at BATCH_STATE_DIR,
 # emptied at their start, so what they produce never depends on what an earlier session left.
 STATE_ENV_VAR = "MTRL_STATE_DIR"
+# Set (to "1") by the notebook runner and the nbval plugin: nobody is watching a batch run, so no
+# progress bars and no servers started for a reader (notebook, progress and monitoring read it).
+NOTEBOOK_BATCH_ENV_VAR = "MTRL_NOTEBOOK_BATCH"
 STATE_DIR = Path(os.environ.get(STATE_ENV_VAR) or REPO_ROOT / ".state")
 BATCH_STATE_DIR = REPO_ROOT / ".state" / "batch"
 # Derived data that is the same for everyone (keyed by content hashes): safe to keep across runs.

@@ -180,7 +180,7 @@ def _trained_package(job_name: str) -> tuple[str, str]:
     return package, document["TrainingConfig"]["BaseModelArn"]
 
 
-def _output_uri(resources: Any) -> str:
+def _output_uri(resources: course_resources.CourseResources) -> str:
     bucket, _ = storage.parse_s3_uri(resources.output_s3_uri)
     return storage.s3_uri(bucket, f"{storage.course_prefix()}{OUTPUT_DIR}/")
 
@@ -202,7 +202,7 @@ def _job_tags(notebook: str, effort: str) -> list[dict[str, str]]:
 
 
 def _start_with_create_job(
-    resources: Any,
+    resources: course_resources.CourseResources,
     model: str,
     package: str | None,
     base_model_arn: str,
@@ -257,7 +257,7 @@ def _start_with_create_job(
 
 
 def _start_with_evaluator(
-    resources: Any,
+    resources: course_resources.CourseResources,
     model: str,
     package: str | None,
     *,
@@ -422,7 +422,7 @@ def _results(describe: Mapping[str, Any], mlflow_app_arn: str, pass_k: Sequence[
 
 
 def evaluate(
-    resources: Any,
+    resources: course_resources.CourseResources,
     model: str,
     *,
     temperature: float,
@@ -521,7 +521,7 @@ def evaluate(
 
 # ------------------------------------------------------------------------------------------ grid
 def run_grid(
-    resources: Any,
+    resources: course_resources.CourseResources,
     trained_job: str,
     settings: Sequence[tuple[str, float]] = SETTINGS,
     models: Sequence[str] | None = None,

@@ -28,11 +28,14 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from mtrl_course import config, naming, service_spec
+
+if TYPE_CHECKING:
+    from mtrl_course.resources import CourseResources
 
 TRAINING = service_spec.TRAINING
 EVALUATION = service_spec.EVALUATION
@@ -169,7 +172,7 @@ def run_tags(job: Any, category: str = TRAINING, session: Any = None) -> dict[st
 
 
 # --- the MLflow UI ---------------------------------------------------------------------------------
-def _mlflow_app_arn(resources: Any) -> str:
+def _mlflow_app_arn(resources: CourseResources | str) -> str:
     arn = resources if isinstance(resources, str) else getattr(resources, "mlflow_app_arn", None)
     if not isinstance(arn, str) or ":mlflow-app/" not in arn:
         raise ValueError(f"expected an MLflow app ARN (or resources with .mlflow_app_arn); got {arn!r}")
@@ -177,9 +180,7 @@ def _mlflow_app_arn(resources: Any) -> str:
 
 
 def _batch_run() -> bool:
-    from mtrl_course import notebook
-
-    return os.environ.get(notebook.BATCH_ENV_VAR, "") == "1"
+    return os.environ.get(config.NOTEBOOK_BATCH_ENV_VAR, "") == "1"
 
 
 def _local_apps(arn: str) -> Any:
@@ -192,7 +193,7 @@ def _local_apps(arn: str) -> Any:
     return apps
 
 
-def how_to_open_ui(resources: Any) -> str:
+def how_to_open_ui(resources: CourseResources | str) -> str:
     """How to open the job's MLflow UI in the current mode (text to print; starts nothing)."""
     arn = _mlflow_app_arn(resources)
     if config.is_live():
@@ -230,7 +231,7 @@ def how_to_open_ui(resources: Any) -> str:
     )
 
 
-def open_ui(resources: Any) -> str | None:
+def open_ui(resources: CourseResources | str) -> str | None:
     """Offline: start `mlflow ui` on loopback for this app and return its URL (not in batch runs).
 
     Live: prints `how_to_open_ui` and returns None: a presigned URL never goes into an output.
@@ -246,7 +247,7 @@ def open_ui(resources: Any) -> str | None:
     return _local_apps(arn).start_ui(arn)
 
 
-def close_ui(resources: Any) -> None:
+def close_ui(resources: CourseResources | str) -> None:
     """Stop the local MLflow UI `open_ui` started (offline; nothing to do live)."""
     if config.is_live():
         return

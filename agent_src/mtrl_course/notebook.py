@@ -41,7 +41,7 @@ from mtrl_course.curriculum import catalog
 T = TypeVar("T")
 
 # Set (to "1") by the notebook runner and the nbval plugin: nobody is watching, so no progress bars.
-BATCH_ENV_VAR = "MTRL_NOTEBOOK_BATCH"
+BATCH_ENV_VAR = config.NOTEBOOK_BATCH_ENV_VAR
 # The template is executed like a lesson but is not in the catalog, and its figures stay out of
 # the committed figures/ folder.
 TEMPLATE_ID = "_template"

@@ -323,8 +323,9 @@ def stand_in_effort_note() -> str:
     """
     from mtrl_course import local
 
+    efforts = local.stand_in_efforts()
     levels = "; ".join(
-        f"{name}: weighs {local.EFFORTS[name].candidates} words, checks {local.EFFORTS[name].verified}"
+        f"{name}: weighs {efforts[name].candidates} words, checks {efforts[name].verified}"
         for name in ("low", "medium")
     )
     return (

@@ -12,9 +12,11 @@ already does, see below).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from mtrl_course.errors import ServiceError, coral_errors, validation_error
@@ -88,6 +90,24 @@ TRAINING_SPEC: dict[str, dict[str, Any]] = {
     "rollout_timeout": {"type": "integer", "default": 600, "min": 300, "max": 86400},
     "rollout_max_retries": {"type": "integer", "default": 3, "min": 1, "max": 10},
     "max_steps_off_policy": {"type": "integer", "default": 3, "min": 0, "max": 10},
+}
+# The course's two runs, as overrides of the table above (every other value is its default).
+# The walkthrough's only changes to gpt-oss-20b's defaults: 8192 is the service's maximum (at the
+# default 4096 the model often ran out of tokens while reasoning, before its first tool call),
+# and 640 rows at the default batch of 128 make 5 steps an epoch, so 100 steps need 20 epochs.
+WALKTHROUGH_OVERRIDES: dict[str, Any] = {"sampling_max_tokens": 8192, "max_epochs": 20, "max_steps": 100}
+# Offline only, on top of the walkthrough's: the stand-in policy's run, sized for a notebook.
+# 32 prompts x 8 rollouts a step, 10 steps (half an epoch of the 640 training words), validation
+# on the 128 held-out words at steps 0, 2, 4, ..., 10; 1e-5 is the learning rate the walkthrough
+# recommends (the table's default is 4e-5). `mtrl_course.training` plans jobs with it and
+# `local.failure_lab` runs it in memory: both read it here.
+OFFLINE_OVERRIDES: dict[str, Any] = {
+    "global_batch_size": 32,
+    "group_size": 8,
+    "max_steps": 10,
+    "max_epochs": 1,
+    "val_every": 2,
+    "learning_rate": 1e-5,
 }
 
 # Evaluation hyperparameters: aws-docs.md §1.8 (dg/model-customize-mtrl-evaluation.html). The
@@ -254,3 +274,89 @@ def training_defaults(names: tuple[str, ...] | None = None) -> dict[str, Any]:
         for name, entry in TRAINING_SPEC.items()
         if names is None or name in names
     }
+
+
+# --- one training job's hyperparameters, typed -------------------------------------------------
+@dataclass(frozen=True)
+class TrainingHyperparameters:
+    """One training job's hyperparameters: every name of `TRAINING_SPEC`, typed, nothing else.
+
+    Built only through `resolve` (or `from_resolved`, for values `resolve_hyperparameters` already
+    checked): the defaults are `TRAINING_SPEC`'s, stated once there; a name the table does not
+    document is refused in the service's words (a ValidationException: "Member must be one of the
+    supported hyperparameters"), as are values out of range. The local service builds one per
+    training job and hands it down to the runner, the stand-in's GRPO and the learner's GRPO.
+    """
+
+    global_batch_size: int
+    group_size: int
+    advantage_method: str
+    loss_fn: str
+    clip_low_threshold: float
+    clip_high_threshold: float
+    temperature: float
+    sampling_top_p: float
+    sampling_max_tokens: int
+    pass_k_values: tuple[int, ...]
+    success_threshold: float
+    max_epochs: int
+    max_steps: int
+    val_every: int
+    lora_rank: int
+    lora_alpha: int
+    learning_rate: float
+    adam_beta1: float
+    adam_beta2: float
+    adam_eps: float
+    adam_weight_decay: float
+    adam_grad_clip_norm: float
+    rollout_max_concurrency: int
+    rollout_timeout: int
+    rollout_max_retries: int
+    max_steps_off_policy: int
+
+    @classmethod
+    def resolve(
+        cls, given: Mapping[str, Any] | None = None, where: str = "TrainingConfig.HyperParameters"
+    ) -> TrainingHyperparameters:
+        """`TRAINING_SPEC`'s defaults overlaid with `given` (as sent: strings or values), checked."""
+        return cls.from_resolved(resolve_hyperparameters(given, TRAINING_SPEC, where))
+
+    @classmethod
+    def unbounded(cls, given: Mapping[str, Any] | None = None) -> TrainingHyperparameters:
+        """Like `resolve`, names and types checked the same way, but no range or enum.
+
+        For in-memory lab runs (`local.failure_lab`, the experiments), which go below the service's
+        minimums on purpose (a batch of 4 prompts keeps a test fast); no job of the service does.
+        """
+        relaxed = {
+            name: {k: v for k, v in entry.items() if k not in ("min", "max", "min_exclusive", "enum")}
+            for name, entry in TRAINING_SPEC.items()
+        }
+        return cls.from_resolved(resolve_hyperparameters(given, relaxed, "HyperParameters"))
+
+    @classmethod
+    def from_resolved(cls, values: Mapping[str, Any]) -> TrainingHyperparameters:
+        """From values `resolve_hyperparameters` returned for `TRAINING_SPEC` (every name, typed)."""
+        unknown = set(values) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise validation_error(
+                coral_errors(
+                    [
+                        f"Value at 'HyperParameters.{name}' failed to satisfy constraint: Member must be one of "
+                        f"the supported hyperparameters ({', '.join(sorted(TRAINING_SPEC))})"
+                        for name in sorted(unknown)
+                    ]
+                )
+            )
+        return cls(**{**values, "pass_k_values": tuple(values["pass_k_values"])})
+
+    def replace(self, **changes: Any) -> TrainingHyperparameters:
+        """A copy with `changes` (names and values checked as the service checks them)."""
+        return self.resolve({**self.as_dict(), **changes}, where="HyperParameters")
+
+    def as_dict(self) -> dict[str, Any]:
+        """Name -> value, as DescribeJob and MLflow show them (lists as lists)."""
+        values = dataclasses.asdict(self)
+        values["pass_k_values"] = list(self.pass_k_values)
+        return values

@@ -31,6 +31,14 @@ from typing import Any
 
 from mtrl_course import config, dataset, deploy, iam, naming
 
+# The no-server runtime is an offline stand-in (local.no_server); notebook 03 reaches it here, so
+# smoke re-exports it (`as` marks a re-export). The face of local/ imports only its names at load
+# time, so this costs nothing.
+from mtrl_course.local import NO_ENTRYPOINT_PROGRAM as NO_ENTRYPOINT_PROGRAM
+from mtrl_course.local import NO_SERVER_NAME as NO_SERVER_NAME
+from mtrl_course.local import OFFLINE_INIT_TIMEOUT_S as OFFLINE_INIT_TIMEOUT_S
+from mtrl_course.local import NoServerRuntime as NoServerRuntime
+
 # --- the service's rules and answers ------------------------------------------------------------
 # AgentCore's runtimeSessionId: 33 to 256 characters (botocore checks the minimum before sending).
 SESSION_ID_MIN, SESSION_ID_MAX = 33, 256
@@ -181,15 +189,6 @@ def local_runtime(*, start: bool = True, name: str | None = None) -> Any:
             earlier.close()
     runtime = local.agent_runtime(name, variables)
     return runtime.start() if start else runtime
-
-
-def __getattr__(name: str) -> Any:
-    # The no-server runtime is an offline stand-in (local.no_server); notebook 03 reaches it here.
-    if name in ("NoServerRuntime", "NO_ENTRYPOINT_PROGRAM", "OFFLINE_INIT_TIMEOUT_S", "NO_SERVER_NAME"):
-        from mtrl_course import local
-
-        return getattr(local, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ------------------------------------------------------------------------------- the invocation

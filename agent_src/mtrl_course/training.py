@@ -30,29 +30,20 @@ import datetime as dt
 import math
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mtrl_course import config, dataset, naming, service_spec
 
+if TYPE_CHECKING:
+    from mtrl_course.resources import CourseResources
+
 MODEL_ID = service_spec.GPT_OSS_20B
-# The walkthrough's only changes to gpt-oss-20b's defaults: 8192 is the service's maximum (at the
-# default 4096 the model often ran out of tokens while reasoning, before its first tool call),
-# and 640 rows at the default batch of 128 make 5 steps an epoch, so 100 steps need 20 epochs.
-WALKTHROUGH_OVERRIDES: dict[str, Any] = {"sampling_max_tokens": 8192, "max_epochs": 20, "max_steps": 100}
-# Offline only: the stand-in policy's run, sized for a notebook. 32 prompts x 8 rollouts a step,
-# 10 steps (half an epoch of the 640 training words), validation on the 128 held-out words at
-# steps 0, 2, 4, ..., 10; 1e-5 is the learning rate the walkthrough recommends.
+# The walkthrough's three overrides and, offline, the stand-in's run (stated in service_spec).
+WALKTHROUGH_OVERRIDES: dict[str, Any] = service_spec.WALKTHROUGH_OVERRIDES
 # Measured (idle 2-core machine, fast lane, seed 42, `mtrl course`): held-out
 # val/reward/pass_at_1 0.00, 0.21, 0.47, 0.48, 0.51, 0.49 at steps 0, 2, ..., 10; 30 s from
 # launch to Completed with the set-up, 45 s for the whole `mtrl course`.
-OFFLINE_HYPERPARAMETERS: dict[str, Any] = {
-    "global_batch_size": 32,
-    "group_size": 8,
-    "max_steps": 10,
-    "max_epochs": 1,
-    "val_every": 2,
-    "learning_rate": 1e-5,
-}
+OFFLINE_HYPERPARAMETERS: dict[str, Any] = service_spec.OFFLINE_OVERRIDES
 # The documented defaults of the settings the course's arithmetic uses (stated once, in service_spec).
 SERVICE_DEFAULTS = service_spec.training_defaults(
     ("global_batch_size", "group_size", "max_steps", "max_epochs", "val_every")
@@ -431,7 +422,9 @@ def wait(job: Any, poll: float | None = None, *, echo: bool = True, shown: int =
 
 
 # ------------------------------------------------------------------------------- offline reuse
-def _matches_offline_recipe(describe: Mapping[str, Any], resources: Any, expected: Mapping[str, Any]) -> bool:
+def _matches_offline_recipe(
+    describe: Mapping[str, Any], resources: CourseResources, expected: Mapping[str, Any]
+) -> bool:
     import json
 
     from mtrl_course import local, service_spec
@@ -460,11 +453,13 @@ def _matches_offline_recipe(describe: Mapping[str, Any], resources: Any, expecte
     if sent != expected:
         return False
     package = (document.get("ServiceOutput") or {}).get("OutputModelPackageArn")
+    if resources.adapter_dir is None:  # resources without an offline adapter folder (live ones)
+        return False
     path = local.adapter_file(package, resources.adapter_dir)
     return path is not None and path.is_file() and local.load_adapter(path).seed == config.DEFAULT_SEED
 
 
-def find_trained_offline(resources: Any) -> str | None:
+def find_trained_offline(resources: CourseResources) -> str | None:
     """The newest completed offline job trained with `OFFLINE_HYPERPARAMETERS` on these resources, or None.
 
     It must still have its stand-in adapter on disk and the course's seed, so reusing it gives
@@ -497,7 +492,7 @@ def find_trained_offline(resources: Any) -> str | None:
             return None
 
 
-def ensure_trained_offline(resources: Any, *, echo: bool = False) -> str:
+def ensure_trained_offline(resources: CourseResources, *, echo: bool = False) -> str:
     """Name of a completed offline training job: reused from an earlier kernel, else trained now.
 
     Training is deterministic (same seed, same metrics), so a reused job is the one this call

@@ -33,8 +33,12 @@ game and the reward treat them) and the instruction gets their feedback lines an
 summary, under ``game.PRIOR_GUESSES_HEADER``. Words that cannot seed a game (not a list, not
 dictionary words, repeated, the answer itself, more than five) make the task malformed.
 
-The policy model is built by a swappable factory (``use_model_factory``), so the course toolkit
-can run this same handler in-process with a Strands custom model.
+The policy model is built by a factory, ``factory(endpoint, params)`` once per attempt. A caller
+hands the rollout its own (``run_rollout(payload, model=factory)``: the toolkit's fast lane plays
+this same handler in-process with a Strands custom model); without one, the process's default is
+used: the Job Runtime's OpenAI-compatible client (``openai_policy_model``), which is what the
+deployed runtime (``main.py``) always uses. ``use_model_factory`` changes that default for a
+block, for an app served inside the toolkit's own process, where no caller can hand it a model.
 """
 
 from __future__ import annotations
@@ -511,9 +515,9 @@ def use_game_observer(observer: GameObserver) -> Iterator[GameObserver]:
             _observers.remove(observer)
 
 
-def _notify_observers(task_id: str, game: WordleGame) -> None:
+def _notify_observers(task_id: str, game: WordleGame, own: GameObserver | None = None) -> None:
     with _factory_lock:
-        observers = list(_observers)
+        observers = ([own] if own is not None else []) + list(_observers)
     for observer in observers:
         try:
             observer(task_id, game)
@@ -689,18 +693,26 @@ def _reach_policy(factory: ModelFactory, endpoint: str, settings: RolloutSetting
         logger.warning("the minimal sampling request for a malformed task failed: %s", error)
 
 
-def _play_rollout(payload: dict[str, Any], started: float) -> float:
+def _play_rollout(
+    payload: dict[str, Any], started: float, factory: ModelFactory, observer: GameObserver | None
+) -> float:
     metadata = payload.get("metadata") or {}
     region = rollout_region(metadata)
     with use_rollout_region(region):
-        return _play_rollout_in_region(payload, started, dataclasses.replace(read_settings(), region=region))
+        settings = dataclasses.replace(read_settings(), region=region)
+        return _play_rollout_in_region(payload, started, settings, factory, observer)
 
 
-def _play_rollout_in_region(payload: dict[str, Any], started: float, settings: RolloutSettings) -> float:
+def _play_rollout_in_region(
+    payload: dict[str, Any],
+    started: float,
+    settings: RolloutSettings,
+    factory: ModelFactory,
+    observer: GameObserver | None = None,
+) -> float:
     metadata = payload.get("metadata") or {}
     rollout_id = metadata.get("rolloutId", "-")
     endpoint = resolve_endpoint(metadata, settings)
-    factory = current_model_factory()
     deadline = started + settings.budget_seconds
 
     try:
@@ -779,7 +791,7 @@ def _play_rollout_in_region(payload: dict[str, Any], started: float, settings: R
                 recovered,
             )
     reward = game.final_reward()
-    _notify_observers(task_id, game)
+    _notify_observers(task_id, game, observer)
     logger.info(
         "rollout %s: task %s solved=%s guesses=%s recovered=%d attempts=%d stops=%s errors=%d "
         "reward=%.4f elapsed=%.1fs",
@@ -797,11 +809,19 @@ def _play_rollout_in_region(payload: dict[str, Any], started: float, settings: R
     return reward
 
 
-def run_rollout(payload: object) -> dict[str, float]:
-    """Play one rollout and return ``{"reward": float}``; never raises (module docstring: why)."""
+def run_rollout(
+    payload: object, model: ModelFactory | None = None, observer: GameObserver | None = None
+) -> dict[str, float]:
+    """Play one rollout and return ``{"reward": float}``; never raises (module docstring: why).
+
+    ``model`` builds the policy model, ``model(endpoint, params)`` once per attempt (default: the
+    process's, the Job Runtime client unless ``use_model_factory`` changed it). ``observer(task_id,
+    game)`` is called with the finished game, before the process-wide observers.
+    """
     started = time.monotonic()
+    factory = model if model is not None else current_model_factory()
     try:
-        reward = _play_rollout(sanitize_payload(payload), started)
+        reward = _play_rollout(sanitize_payload(payload), started, factory, observer)
     except Exception:
         logger.exception("rollout failed unexpectedly; returning the no-play reward")
         reward = NO_PLAY_REWARD

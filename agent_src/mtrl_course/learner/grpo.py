@@ -61,9 +61,12 @@ from mtrl_course.learner import model as lm
 from mtrl_course.learner.lora import Adapter
 from mtrl_course.learner.optim import AdamW
 from mtrl_course.learner.tokenizer import PAD
+from mtrl_course.service_spec import TRAINING_SPEC, TrainingHyperparameters
 
-CLIP_LOW_THRESHOLD = 0.8
-CLIP_HIGH_THRESHOLD = 1.2
+# The clip bounds' defaults are the service's (stated once, in service_spec); a job's own come
+# with its hyperparameters (`update(..., hyperparameters=...)`).
+CLIP_LOW_THRESHOLD: float = TRAINING_SPEC["clip_low_threshold"]["default"]
+CLIP_HIGH_THRESHOLD: float = TRAINING_SPEC["clip_high_threshold"]["default"]
 KL_COEF = 0.0
 LR_SCALE = 100.0
 # Sequences per backward pass are packed up to about this many tokens (memory: the attention
@@ -225,6 +228,19 @@ def _microbatches(seqs: list[Sequence_]) -> list[list[Sequence_]]:
     return chunks
 
 
+def optimizer(hyperparameters: TrainingHyperparameters) -> AdamW:
+    """A job's Adam for the adapter: its learning rate times `LR_SCALE`, the service's betas, eps,
+    weight decay and gradient-norm clip."""
+    return AdamW(
+        hyperparameters.learning_rate * LR_SCALE,
+        beta1=hyperparameters.adam_beta1,
+        beta2=hyperparameters.adam_beta2,
+        eps=hyperparameters.adam_eps,
+        weight_decay=hyperparameters.adam_weight_decay,
+        grad_clip_norm=hyperparameters.adam_grad_clip_norm,
+    )
+
+
 def update(
     params: Mapping[str, np.ndarray],
     config: lm.ModelConfig,
@@ -232,9 +248,20 @@ def update(
     batch: Sequence[Sample],
     optimizer: AdamW,
     step: int,
+    hyperparameters: TrainingHyperparameters | None = None,
     **objective: float,
 ) -> tuple[Adapter, StepStats]:
-    """One GRPO step: the batch's gradient, then one Adam step on the adapter (if any game counted)."""
+    """One GRPO step: the batch's gradient, then one Adam step on the adapter (if any game counted).
+
+    A job's `hyperparameters` give the clip bounds; `objective` (clip_low, clip_high, kl_coef) sets
+    them by hand instead.
+    """
+    if hyperparameters is not None:
+        objective = {
+            "clip_low": hyperparameters.clip_low_threshold,
+            "clip_high": hyperparameters.clip_high_threshold,
+            **objective,
+        }
     grads, stats = objective_gradient(params, config, adapter, batch, **objective)
     if not stats.games_used:
         return adapter.with_tensors(adapter.tensors(), step=step), stats

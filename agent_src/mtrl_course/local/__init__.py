@@ -11,15 +11,19 @@ package imports the seam or a step module (tests/test_design.py checks the rule)
 |---|---|
 | the running offline backend (moto + every stand-in; `local.stack`) | `backend()` |
 | start the real agent app as a local AgentCore runtime | `agent_runtime(name, env)`, `runtime_id_for(name)` |
-| a runtime whose program never serves HTTP (notebook 03) | `NoServerRuntime(...)` |
+| a runtime whose program never serves HTTP (notebook 03) | `NoServerRuntime(...)`, `NO_ENTRYPOINT_PROGRAM` |
 | the Job Runtime emulator the agent samples from | `job_runtime()` |
 | choose how offline jobs run (fast lane or full HTTP path) and inject a fault | `install_runners(lane=...)`, `injected_fault(kind)` |
 | find, load or replay a trained stand-in adapter | `adapter_file`, `load_adapter`, `StandInPlayer` |
 | the reference solver through the real handler | `play_through_handler(words)` |
 | what the agent sends its policy under runtime settings; serve and invoke once | `agent_requests`, `serve_and_invoke_once` |
 | jobs this process runs; forget deleted model packages | `running_jobs(category)`, `forget_model_packages(arns)` |
+| the names of lanes, faults and defaults (`local.names`) | `LANE_FAST`, `FAULT_RESTART`, `FAULTS`, ... |
+| what each reasoning effort means to the stand-in policy | `stand_in_efforts()` |
 
-Imports are deferred so that importing this face costs nothing until a function is called.
+Every name is written here (no `__getattr__`), so editors and mypy see the face whole. Its only
+import at load time is `local.names` (the standard library); the stand-ins are imported inside the
+functions, so importing this face costs nothing until a function is called.
 """
 
 from __future__ import annotations
@@ -30,15 +34,67 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mtrl_course.local.names import (
+    DEFAULT_RUNTIME_NAME,
+    FAULT_AGENT_ERROR,
+    FAULT_AUTH,
+    FAULT_MISSING_REWARD,
+    FAULT_RESTART,
+    FAULTS,
+    INIT_TIMEOUT_MESSAGE,
+    LANE_FAST,
+    LANE_FULL,
+    LANES,
+    MLFLOW_UI_WORKERS,
+    NO_ENTRYPOINT_PROGRAM,
+    NO_SERVER_NAME,
+    OFFLINE_INIT_TIMEOUT_S,
+)
+
 if TYPE_CHECKING:
-    from mtrl_course.local.policy import Adapter
+    from mtrl_course.local.no_server import NoServerRuntime as _NoServerRuntime
+    from mtrl_course.local.policy import Adapter, Effort
     from mtrl_course.local.runtime import LocalAgentRuntime
     from mtrl_course.local.stack import OfflineBackend
 
-# The runner's lanes and faults, restated here so callers need not import the runner.
-LANE_FAST, LANE_FULL = "fast", "full"
-# The name a local runtime gets when none is given (local.runtime.DEFAULT_NAME).
-DEFAULT_RUNTIME_NAME = "WordleMTRL"
+__all__ = [
+    "DEFAULT_RUNTIME_NAME",
+    "FAULTS",
+    "FAULT_AGENT_ERROR",
+    "FAULT_AUTH",
+    "FAULT_MISSING_REWARD",
+    "FAULT_RESTART",
+    "INIT_TIMEOUT_MESSAGE",
+    "LANES",
+    "LANE_FAST",
+    "LANE_FULL",
+    "MLFLOW_UI_WORKERS",
+    "NO_ENTRYPOINT_PROGRAM",
+    "NO_SERVER_NAME",
+    "OFFLINE_INIT_TIMEOUT_S",
+    "InProcessInvocation",
+    "NoServerRuntime",
+    "StandInPlayer",
+    "adapter_file",
+    "agent_requests",
+    "agent_runtime",
+    "backend",
+    "forget_model_packages",
+    "get_runtime",
+    "injected_fault",
+    "install_runners",
+    "invoke_app_in_process",
+    "job_runtime",
+    "load_adapter",
+    "local_runtimes",
+    "mlflow_app_registry",
+    "play_through_handler",
+    "runner_ready",
+    "running_jobs",
+    "runtime_id_for",
+    "serve_and_invoke_once",
+    "stand_in_efforts",
+]
 
 
 def backend() -> OfflineBackend:
@@ -198,8 +254,8 @@ def agent_requests(task: str, environments: Mapping[str, Mapping[str, str]]) -> 
     agent_variables = (rollout.REASONING_EFFORT_ENV, rollout.REASONING_PROMPT_HINT_ENV)
     for label, variables in environments.items():
         seen[label] = {}
-        with config.environment(variables, unset=agent_variables), rollout.use_model_factory(factory):
-            rollout.run_rollout({"prompt": task})
+        with config.environment(variables, unset=agent_variables):
+            rollout.run_rollout({"prompt": task}, model=factory)
     return seen
 
 
@@ -309,26 +365,19 @@ def play_through_handler(words: Iterable[str], solver: Any = None) -> Any:
     return _play(words, solver)
 
 
-def __getattr__(name: str) -> Any:
-    # Classes and constants a caller may need by name, loaded on first use.
-    if name in ("NoServerRuntime", "NO_ENTRYPOINT_PROGRAM", "OFFLINE_INIT_TIMEOUT_S", "NO_SERVER_NAME"):
-        from mtrl_course.local import no_server
+def NoServerRuntime(  # noqa: N802  (a class to its callers: `with local.NoServerRuntime(...) as runtime`)
+    name: str = NO_SERVER_NAME, *, init_timeout: float = OFFLINE_INIT_TIMEOUT_S
+) -> _NoServerRuntime:
+    """A runtime whose program never serves HTTP (notebook 03); `local.no_server.NoServerRuntime`."""
+    from mtrl_course.local.no_server import NoServerRuntime as _NoServerRuntime
 
-        return getattr(no_server, name)
-    if name in ("INIT_TIMEOUT_MESSAGE",):
-        from mtrl_course.local import runtime
+    return _NoServerRuntime(name, init_timeout=init_timeout)
 
-        return getattr(runtime, name)
-    if name in ("FAULTS", "FAULT_AUTH", "FAULT_AGENT_ERROR", "FAULT_MISSING_REWARD", "FAULT_RESTART"):
-        from mtrl_course.local import runner
 
-        return getattr(runner, name)
-    if name in ("EFFORTS",):
-        from mtrl_course.local import policy
+def stand_in_efforts() -> Mapping[str, Effort]:
+    """What each reasoning effort means to the stand-in policy (its `EFFORTS` table, read-only)."""
+    from types import MappingProxyType
 
-        return getattr(policy, name)
-    if name in ("MLFLOW_UI_WORKERS",):
-        from mtrl_course.local import mlflow_apps
+    from mtrl_course.local.policy import EFFORTS
 
-        return getattr(mlflow_apps, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return MappingProxyType(EFFORTS)

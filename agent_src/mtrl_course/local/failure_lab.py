@@ -31,7 +31,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -40,7 +40,8 @@ from typing import Any
 import numpy as np
 
 from mtrl_course import config
-from mtrl_course.local import fastlane, hub, mlflow_store, runner
+from mtrl_course.service_spec import OFFLINE_OVERRIDES, WALKTHROUGH_OVERRIDES, TrainingHyperparameters
+from mtrl_course.local import fastlane, mlflow_store, runner
 from mtrl_course.local.jobruntime import JobRuntimeEmulator, JobRuntimeError
 from mtrl_course.local.policy import Adapter, StandInPolicy
 from mtrl_course.local.tokens import mint_token
@@ -410,7 +411,7 @@ class MemoryJob:
     def __init__(
         self,
         name: str,
-        hyperparameters: dict[str, Any],
+        hyperparameters: Mapping[str, Any],
         prompts: dict[str, list[str]],
         tracking_uri: str,
         *,
@@ -423,7 +424,10 @@ class MemoryJob:
         self.config = SimpleNamespace(
             base_model=BASE_MODEL, input_model_package_arn=None, output_model_package_group_arn=None, region=REGION
         )
-        self.hyperparameters = hyperparameters
+        # Typed, with the service's defaults, and an unknown name refused in its words (not dropped);
+        # ranges are not checked: lab runs go below the service's minimums on purpose.
+        self.training_hyperparameters = TrainingHyperparameters.unbounded(hyperparameters)
+        self.hyperparameters = self.training_hyperparameters.as_dict()
         self._prompts = prompts
         self.mlflow_tracking_uri = tracking_uri
         self.runtime_arn = f"arn:aws:bedrock-agentcore:{REGION}:{account}:runtime/failure-lab-none"
@@ -481,18 +485,9 @@ def reasoning_effort(effort: str) -> Iterator[None]:
         yield
 
 
-# The course's default offline run: mtrl_course.training's OFFLINE_HYPERPARAMETERS over the
-# walkthrough's overrides, restated because local/ may not import a step module (a test keeps
-# the two equal): 32 prompts x 8 rollouts, 10 steps, validation every 2 steps.
-DEFAULT_RUN = {
-    "sampling_max_tokens": 8192,
-    "learning_rate": 1e-5,
-    "global_batch_size": 32,
-    "group_size": 8,
-    "max_steps": 10,
-    "max_epochs": 1,
-    "val_every": 2,
-}
+# The course's default offline run (service_spec's offline overrides over the walkthrough's, as
+# mtrl_course.training plans it): 32 prompts x 8 rollouts, 10 steps, validation every 2 steps.
+DEFAULT_RUN: dict[str, Any] = {**WALKTHROUGH_OVERRIDES, **OFFLINE_OVERRIDES}
 DEPLOYED_EFFORT = "low"
 _RUNS = itertools.count(1)
 
@@ -527,9 +522,7 @@ def run_training(
     documented defaults); the runtime's reasoning effort is the deployed "low". With
     `collect_games`, every finished game of the run (training and validation) is kept.
     """
-    hp = {name: entry["default"] for name, entry in hub.TRAINING_SPEC.items()}
-    hp.update(DEFAULT_RUN)
-    hp.update(hyperparameters or {})
+    hp = {**DEFAULT_RUN, **(hyperparameters or {})}  # the job applies the table's defaults
     # Unique across kernels (adapters and checkpoints are files named after the job), and the
     # timestamp suffix is the one the SDKs use, which the notebooks' output checks already mask.
     name = f"failure-lab-{next(_RUNS):03d}-s{seed}-{time.strftime('%Y%m%d%H%M%S')}"
@@ -553,7 +546,7 @@ def run_training(
     final = adapters / f"{name}.json"
     checkpoints = {
         step: runner.checkpoint_path(adapters, name, step)
-        for step in range(1, int(hp["max_steps"]) + 1)
+        for step in range(1, job.training_hyperparameters.max_steps + 1)
         if runner.checkpoint_path(adapters, name, step).is_file()
     }
     return TrainingRun(

@@ -8,7 +8,7 @@ far too slow to train on. The fast lane keeps every piece that decides an episod
 the transport:
 
 - the same `wordle_agent.rollout.run_rollout` (task parsing, Strands agent, `guess_word` tool,
-  retries, raw-text recovery, reward), installed with `use_model_factory`;
+  retries, raw-text recovery, reward), handed its model: `handler(payload, model=factory)`;
 - a Strands custom model provider (`FastLaneModel`) instead of OpenAIModel: it turns the
   Strands messages into the OpenAI request body OpenAIModel would send (same messages, tools
   and sampling parameters; only `stream` is false, as nothing crosses a wire), calls the
@@ -18,10 +18,10 @@ the transport:
 - completion and reward reported to the emulator in-process, the way `sagemaker_rft_handler`
   reports them (`report_result`).
 
-The factory is installed once for the process while any fast-lane episode runs, and only
-answers for threads that are playing a fast-lane episode (a context variable says which
-trajectory); every other rollout in the process (for instance the thread-mode AgentCore app
-serving a full-path job) still gets the factory that was installed before.
+Each episode hands its rollout a factory bound to its own trajectory, so nothing process-wide is
+swapped: every other rollout in the process (for instance the thread-mode AgentCore app serving a
+full-path job) keeps the process's default factory. A context variable still marks the thread
+that plays an episode, for one thing only: keeping the agent's per-rollout log lines quiet.
 
 Measured on the course's 2-core machine (whole-process medians of 3 runs of 256 episodes at
 temperature 1): about 90 to 110 episodes per second with the base stand-in (5.4 model calls a
@@ -32,10 +32,9 @@ from __future__ import annotations
 
 import contextvars
 import logging
-import threading
 import time
 from collections.abc import AsyncIterable, Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,7 +53,8 @@ FAILED, READY = "failed", "ready"
 # sagemaker_rft_handler reports an error status with this reward (feedback.report_error).
 ERROR_REWARD = 0.0
 
-Handler = Callable[[dict], Any]
+# A rollout handler: `handler(payload, model=factory)`, as `wordle_agent.rollout.run_rollout`.
+Handler = Callable[..., Any]
 
 
 class SamplingError(RuntimeError):
@@ -195,49 +195,16 @@ def completion_events(response: dict) -> list[dict[str, Any]]:
     return events
 
 
-# --- installing the factory (process-wide, reference counted) --------------------------------------
-
-_install_lock = threading.Lock()
-_installs = 0
-_stack: ExitStack | None = None
-_fallback: rollout.ModelFactory | None = None
-
-
-def _dispatching_factory(endpoint: str, params: dict) -> Any:
-    binding = _BINDING.get()
-    if binding is None:
-        # Not a fast-lane thread: build what the process would have built without us.
-        return (_fallback or rollout.openai_policy_model)(endpoint, params)
-    return FastLaneModel(binding, params)
-
-
-def _acquire() -> None:
-    global _installs, _stack, _fallback
-    with _install_lock:
-        if _installs == 0:
-            _fallback = rollout.current_model_factory()
-            _stack = ExitStack()
-            _stack.enter_context(rollout.use_model_factory(_dispatching_factory))
-        _installs += 1
-
-
-def _release() -> None:
-    global _installs, _stack
-    with _install_lock:
-        _installs -= 1
-        if _installs == 0 and _stack is not None:
-            _stack.close()
-            _stack = None
+# --- nothing to install ---------------------------------------------------------------------------
 
 
 @contextmanager
 def installed() -> Iterator[None]:
-    """Keep the fast-lane factory installed for a block (saves re-installing per episode)."""
-    _acquire()
-    try:
-        yield
-    finally:
-        _release()
+    """Kept for callers written when the lane swapped a process-wide factory: it installs nothing.
+
+    Every episode now hands its rollout its own model (`play_episode`), so a block needs no set-up.
+    """
+    yield
 
 
 # --- one episode -----------------------------------------------------------------------------------
@@ -303,8 +270,9 @@ def play_episode(
 ) -> Episode:
     """Play one rollout of `prompt` in-process and report it to the emulator; never raises.
 
-    `handler` is the undecorated rollout function (the agent's `run_rollout` by default). An
-    exception from it is reported as the decorator would (CompleteRollout failed, reward 0.0).
+    `handler` is the undecorated rollout function (the agent's `run_rollout` by default), called as
+    `handler(payload, model=factory)` with a factory bound to this trajectory. An exception from it
+    is reported as the decorator would (CompleteRollout failed, reward 0.0).
     """
     started = time.monotonic()
     payload = payload_for(prompt, job_arn, trajectory_id, temperature=temperature, top_p=top_p, max_tokens=max_tokens)
@@ -314,17 +282,19 @@ def play_episode(
     if max_tokens is not None:
         sampling["max_tokens"] = max_tokens
     binding = Binding(emulator, job_arn, trajectory_id, sampling)
+
+    def model(endpoint: str, params: dict) -> FastLaneModel:
+        return FastLaneModel(binding, params)  # the endpoint is the emulator's; no wire is crossed
+
     token = _BINDING.set(binding)
-    _acquire()
     result: Any = None
     error: str | None = None
     try:
-        result = handler(payload)
+        result = handler(payload, model=model)
     except Exception as exc:  # a custom handler's bug: the SDK reports it as a failed rollout
         error = f"{type(exc).__name__}: {exc}"
         result = {"status": "error", "error": error}
     finally:
-        _release()
         _BINDING.reset(token)
     try:
         reported = report_result(emulator, job_arn, trajectory_id, result)

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from mtrl_course.numerics import matvec
+from mtrl_course.service_spec import LOSS_FUNCTIONS, TrainingHyperparameters, training_defaults
 from mtrl_course.local.policy import (
     ADAPTER_SCALE,
     BASE_WEIGHTS,
@@ -53,48 +54,42 @@ from mtrl_course.local.policy import (
     softmax,
 )
 
-# --- every hyperparameter, with the service's defaults (aws-docs.md section 1.3) ---------------
-ADVANTAGE_METHOD = "group_based"  # or "rloo"; other service methods fall back to group_based
+# --- the service's hyperparameters: defaults from service_spec.TRAINING_SPEC, stated there once ----
+_SERVICE = training_defaults()
+ADVANTAGE_METHOD: str = _SERVICE["advantage_method"]  # "group_based" or "rloo" run; others fall back
+# --- the update's own knobs (not service hyperparameters) ---------------------------------------
 SCALE_BY_STD = True  # GRPO; False is Dr. GRPO's mean-only advantage
 ADVANTAGE_EPS = 1e-6  # keeps (r - mean) / (std + eps) finite when a group's std is 0
-LOSS_FN = "ppo"  # "ppo", "importance_sampling" or "cispo"
-CLIP_LOW_THRESHOLD = 0.8
-CLIP_HIGH_THRESHOLD = 1.2
-LEARNING_RATE = 1e-5  # the walkthrough's recommendation; the service table's default is 4e-5
-LORA_RANK = 32
-LORA_ALPHA = 64
-ADAM_BETA1 = 0.9
-ADAM_BETA2 = 0.95
-ADAM_EPS = 1e-8
-ADAM_WEIGHT_DECAY = 0.0
-ADAM_GRAD_CLIP_NORM = 1.0  # 0 turns clipping off
 MEAN_OVER_TURNS = True  # GRPO's 1/|o_i|; False sums the turns (Dr. GRPO's constant normaliser)
 # Two rewards closer than this are equal (a group of them has zero advantage).
 REWARD_TIE = 1e-9
 MAX_LOG_RATIO = 50.0
 
 IMPLEMENTED_METHODS = ("group_based", "rloo")
-LOSS_FUNCTIONS = ("ppo", "importance_sampling", "cispo")
 
 
 @dataclass(frozen=True)
 class GRPOConfig:
-    """The knobs of one GRPO update; `from_hyperparameters` reads a job's typed hyperparameters."""
+    """The knobs of one GRPO update; `from_training` takes them from a job's typed hyperparameters.
+
+    The service-named knobs default to the service's table (`service_spec.TRAINING_SPEC`); a job
+    always sets them all (`from_training`), the defaults serve tests and the coding stand-in.
+    """
 
     advantage_method: str = ADVANTAGE_METHOD
     scale_by_std: bool = SCALE_BY_STD
     advantage_eps: float = ADVANTAGE_EPS
-    loss_fn: str = LOSS_FN
-    clip_low_threshold: float = CLIP_LOW_THRESHOLD
-    clip_high_threshold: float = CLIP_HIGH_THRESHOLD
-    learning_rate: float = LEARNING_RATE
-    lora_rank: int = LORA_RANK
-    lora_alpha: int = LORA_ALPHA
-    adam_beta1: float = ADAM_BETA1
-    adam_beta2: float = ADAM_BETA2
-    adam_eps: float = ADAM_EPS
-    adam_weight_decay: float = ADAM_WEIGHT_DECAY
-    adam_grad_clip_norm: float = ADAM_GRAD_CLIP_NORM
+    loss_fn: str = _SERVICE["loss_fn"]
+    clip_low_threshold: float = _SERVICE["clip_low_threshold"]
+    clip_high_threshold: float = _SERVICE["clip_high_threshold"]
+    learning_rate: float = _SERVICE["learning_rate"]
+    lora_rank: int = _SERVICE["lora_rank"]
+    lora_alpha: int = _SERVICE["lora_alpha"]
+    adam_beta1: float = _SERVICE["adam_beta1"]
+    adam_beta2: float = _SERVICE["adam_beta2"]
+    adam_eps: float = _SERVICE["adam_eps"]
+    adam_weight_decay: float = _SERVICE["adam_weight_decay"]
+    adam_grad_clip_norm: float = _SERVICE["adam_grad_clip_norm"]
     mean_over_turns: bool = MEAN_OVER_TURNS
 
     def __post_init__(self) -> None:
@@ -111,9 +106,22 @@ class GRPOConfig:
         return self.learning_rate * self.lora_alpha / self.lora_rank * ADAPTER_SCALE
 
     @classmethod
-    def from_hyperparameters(cls, hp: Mapping[str, Any], **overrides: Any) -> GRPOConfig:
-        names = {f for f in cls.__dataclass_fields__ if f in hp}
-        values = {name: hp[name] for name in names}
+    def from_training(cls, hp: TrainingHyperparameters, **overrides: Any) -> GRPOConfig:
+        """The update's knobs from one job's hyperparameters (each named: nothing is dropped)."""
+        values = {
+            "advantage_method": hp.advantage_method,
+            "loss_fn": hp.loss_fn,
+            "clip_low_threshold": hp.clip_low_threshold,
+            "clip_high_threshold": hp.clip_high_threshold,
+            "learning_rate": hp.learning_rate,
+            "lora_rank": hp.lora_rank,
+            "lora_alpha": hp.lora_alpha,
+            "adam_beta1": hp.adam_beta1,
+            "adam_beta2": hp.adam_beta2,
+            "adam_eps": hp.adam_eps,
+            "adam_weight_decay": hp.adam_weight_decay,
+            "adam_grad_clip_norm": hp.adam_grad_clip_norm,
+        }
         return cls(**{**values, **overrides})
 
 

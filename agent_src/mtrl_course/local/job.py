@@ -2,6 +2,11 @@
 
 The service (`local.service`) creates `LocalJob`s and a runner drives them; everything DescribeJob
 reports about a job lives here. See `local.service` for the control plane.
+
+The three modules of the service are one concern with a public interface between them, imported in
+one direction only: `job` (a job and `JobHost`, what a job needs from whoever runs it), `store`
+(job records on disk; it reads `job`) and `service` (the control plane; it implements `JobHost`
+and uses both). A job never imports the service: it is handed its host.
 """
 
 from __future__ import annotations
@@ -11,14 +16,11 @@ import datetime as dt
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from mtrl_course.service_spec import TRAINING
-
-if TYPE_CHECKING:
-    from mtrl_course.local.service import LocalMTRLService
+from mtrl_course.service_spec import TRAINING, TrainingHyperparameters
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +70,24 @@ class JobConfig:
     checkpoint_model_package_group_arn: str | None
     input_model_package_arn: str | None
     max_runtime_seconds: int | None
+    # A training job's hyperparameters, typed (the same values as `hyperparameters`); None for evaluation.
+    training: TrainingHyperparameters | None = None
+
+
+class JobHost(Protocol):
+    """What a job needs from the service that runs it (`local.service.LocalMTRLService` is one)."""
+
+    account: str
+    client: Callable[[str, str], Any]  # (service name, Region) -> a boto3 client
+
+    def put_log(self, job: LocalJob, message: str) -> None:
+        """One line in the job's log stream."""
+
+    def save_job(self, job: LocalJob) -> None:
+        """Write the job's DescribeJob record where later processes read it (if anywhere)."""
+
+    def record_package(self, arn: str, region: str, request: Mapping[str, Any]) -> None:
+        """Remember a model package the job registered, so later processes restore it."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -84,10 +104,8 @@ class LocalJob:
     of work. An exception from the runner fails the job with the exception as the reason.
     """
 
-    def __init__(
-        self, service: LocalMTRLService, name: str, arn: str, role_arn: str, config: JobConfig, tags: list[dict]
-    ):
-        self._service = service
+    def __init__(self, host: JobHost, name: str, arn: str, role_arn: str, config: JobConfig, tags: list[dict]):
+        self._host = host
         self.name = name
         self.arn = arn
         self.role_arn = role_arn
@@ -112,6 +130,13 @@ class LocalJob:
     @property
     def hyperparameters(self) -> dict[str, Any]:
         return self.config.hyperparameters
+
+    @property
+    def training_hyperparameters(self) -> TrainingHyperparameters:
+        """A training job's hyperparameters, typed (built once, when CreateJob was validated)."""
+        if self.config.training is None:
+            raise TypeError(f"{self.name} is a {self.category} job: it has no training hyperparameters")
+        return self.config.training
 
     @property
     def runtime_arn(self) -> str:
@@ -150,7 +175,7 @@ class LocalJob:
             del self.transitions[:-MAX_TRANSITIONS]
             self.secondary_status = status
             self.last_modified_time = now
-            self._service._save(self)
+            self._host.save_job(self)
         self.log(f"{status}: {message}" if message else status)
 
     def update_progress(self, **info: Any) -> None:
@@ -175,7 +200,7 @@ class LocalJob:
                 del usage["TrainTokenCount"]
             self.service_output["BillableTokenUsage"] = usage
             self.last_modified_time = _now()
-            self._service._save(self)
+            self._host.save_job(self)
 
     def set_output_model_package(self, arn: str) -> None:
         self._update_output("OutputModelPackageArn", arn, merge=False)
@@ -198,7 +223,7 @@ class LocalJob:
             raise RuntimeError(f"job {self.name} has no {'checkpoint' if checkpoint else 'output'} model package group")
         container: dict[str, Any] = {
             # Never pulled offline; names the stand-in honestly instead of a real serving image.
-            "Image": f"{self._service.account}.dkr.ecr.{self.config.region}.amazonaws.com/{STAND_IN_IMAGE}",
+            "Image": f"{self._host.account}.dkr.ecr.{self.config.region}.amazonaws.com/{STAND_IN_IMAGE}",
             "BaseModel": {"HubContentName": self.config.base_model, "HubContentVersion": hub.HUB_CONTENT_VERSION},
             "IsCheckpoint": checkpoint,
         }
@@ -206,7 +231,7 @@ class LocalJob:
             container["ModelDataSource"] = {
                 "S3DataSource": {"S3Uri": adapter_s3_uri, "S3DataType": "S3Prefix", "CompressionType": "None"}
             }
-        sagemaker = self._service.client("sagemaker", self.config.region)
+        sagemaker = self._host.client("sagemaker", self.config.region)
         group = group_arn.rsplit("/", 1)[-1]
         request = {
             "ModelPackageGroupName": group,
@@ -219,7 +244,7 @@ class LocalJob:
             },
         }
         arn = sagemaker.create_model_package(**request)["ModelPackageArn"]
-        self._service._record_package(arn, self.config.region, request)
+        self._host.record_package(arn, self.config.region, request)
         if not checkpoint:
             self.set_output_model_package(arn)
         return arn
@@ -258,11 +283,43 @@ class LocalJob:
 
     def log(self, message: str) -> None:
         """One line in the job's CloudWatch log stream (moto), as `trainer.stream_logs()` reads."""
-        self._service.put_log(self, message)
+        self._host.put_log(self, message)
 
     def fail(self, reason: str) -> None:
         """Fail the job now with this FailureReason; later status calls are ignored."""
-        self._service._finish(self, "Failed", reason)
+        self.finish("Failed", reason)
+
+    def begin_stopping(self) -> bool:
+        """StopJob: InProgress becomes Stopping (True); a job in any other status stays (False)."""
+        with self._lock:
+            if self.status != "InProgress":
+                return False
+            self.status = "Stopping"
+            self._stop_requested.set()
+            return True
+
+    def request_stop(self) -> None:
+        """Ask the runner to stop at its next `should_stop()` check (StopJob, a reset)."""
+        self._stop_requested.set()
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop_requested.is_set()
+
+    def finish(self, status: str, reason: str | None) -> None:
+        """Enter a terminal status (Completed, Failed or Stopped) once; later calls are ignored."""
+        with self._lock:
+            if self._terminal.is_set():
+                return
+            self.set_secondary(status, reason or "")
+            now = _now()
+            self.transitions[-1]["EndTime"] = now
+            self.status = status
+            self.failure_reason = reason
+            self.end_time = now
+            self.last_modified_time = now
+            self._host.save_job(self)
+            self._terminal.set()
 
     def should_stop(self) -> bool:
         return self._stop_requested.is_set() or self._terminal.is_set()
@@ -282,7 +339,7 @@ class LocalJob:
             else:
                 self.service_output[key] = value
             self.last_modified_time = _now()
-            self._service._save(self)
+            self._host.save_job(self)
 
     # -- API shapes ---------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
@@ -313,10 +370,10 @@ class LocalJob:
 
     def summary(self) -> dict[str, Any]:
         with self._lock:
-            return _job_summary(self)
+            return job_summary(self)
 
 
-def _job_summary(job: Any) -> dict[str, Any]:
+def job_summary(job: Any) -> dict[str, Any]:
     """A ListJobs `JobSummaries` entry for a live or a stored job."""
     summary = {
         "JobArn": job.arn,

@@ -25,8 +25,8 @@ import numpy as np
 from mtrl_course.learner import grpo as lgrpo
 from mtrl_course.learner import weights
 from mtrl_course.learner.lora import Adapter
-from mtrl_course.learner.optim import AdamW
 from mtrl_course.local.lm_policy import LABEL, LearnerPolicy, load_base
+from mtrl_course.service_spec import TrainingHyperparameters
 
 # Next to the stand-in's index in the runner's adapter directory, so neither reads the other's.
 PACKAGE_INDEX = "learner-packages.json"
@@ -56,13 +56,11 @@ def adapter_for_package(package_arn: str, directory: Path) -> Path | None:
     return Path(found) if found else None
 
 
-def starting_adapter(hp: Mapping[str, Any], package_arn: str | None, seed: int, directory: Path) -> Adapter | str:
+def starting_adapter(hp: TrainingHyperparameters, package_arn: str | None, seed: int, directory: Path) -> Adapter | str:
     """A fresh adapter (rank and alpha from the job), or the input model package's; a FailureReason if missing."""
     _, model_config, base_id = load_base()
     if not package_arn:
-        return Adapter.new(
-            model_config, int(hp["lora_rank"]), float(hp["lora_alpha"]), np.random.default_rng([seed, 19])
-        )
+        return Adapter.new(model_config, hp.lora_rank, float(hp.lora_alpha), np.random.default_rng([seed, 19]))
     path = adapter_for_package(package_arn, directory)
     if path is None or not path.is_file():
         return (
@@ -77,16 +75,10 @@ class LearnerTrainee:
 
     label = LABEL
 
-    def __init__(self, hp: Mapping[str, Any], adapter: Adapter, seed: int) -> None:
+    def __init__(self, hp: TrainingHyperparameters, adapter: Adapter, seed: int) -> None:
         self.params, self.model_config, self.base_id = load_base()
         self.hp, self.adapter, self.seed = hp, adapter, seed
-        self.optimizer = AdamW(
-            float(hp["learning_rate"]) * lgrpo.LR_SCALE,
-            beta1=float(hp["adam_beta1"]),
-            beta2=float(hp["adam_beta2"]),
-            grad_clip_norm=float(hp["adam_grad_clip_norm"]),
-        )
-        self.clip = (float(hp["clip_low_threshold"]), float(hp["clip_high_threshold"]))
+        self.optimizer = lgrpo.optimizer(hp)
         self.last: lgrpo.StepStats | None = None
 
     def policy(self) -> LearnerPolicy:
@@ -112,8 +104,7 @@ class LearnerTrainee:
                 batch,
                 self.optimizer,
                 step,
-                clip_low=self.clip[0],
-                clip_high=self.clip[1],
+                hyperparameters=self.hp,
             )
         return time.monotonic() - started
 
@@ -153,7 +144,7 @@ class LearnerTrainee:
 def training_adapter(job: Any, directory: Path, seed: int) -> Adapter | str:
     """A training job's starting adapter: fresh, or its input model package's; a FailureReason if missing."""
     package = getattr(job.config, "input_model_package_arn", None)
-    return starting_adapter(job.hyperparameters, package, seed, directory)
+    return starting_adapter(job.training_hyperparameters, package, seed, directory)
 
 
 def evaluation_adapter(job: Any, directory: Path) -> Adapter | str | None:

@@ -31,6 +31,7 @@ from mtrl_course.local.apicall import now as _now
 from mtrl_course.local.apicall import short_id as _short_id
 from mtrl_course.local import mlflow_store
 from mtrl_course.local.job import MlflowAppInfo
+from mtrl_course.local.names import MLFLOW_UI_WORKERS
 
 logger = logging.getLogger(__name__)
 
@@ -68,9 +69,6 @@ class _App:
 MLFLOW_UI_HOST = "127.0.0.1"
 # A fixed first port keeps presigned URLs in committed notebook outputs stable; app n gets +n.
 MLFLOW_UI_BASE_PORT = 5055
-# One worker: the default four made `mlflow ui` take 40 s to answer on the 2-core machine, one
-# takes about 9 s (measured); a single local reader needs no more.
-MLFLOW_UI_WORKERS = "1"
 MLFLOW_UI_START_TIMEOUT_S = 60.0
 MLFLOW_UI_STOP_TIMEOUT_S = 10.0
 MLFLOW_UI_HEALTH = "/health"

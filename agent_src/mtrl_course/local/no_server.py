@@ -16,27 +16,15 @@ from typing import Any
 
 from mtrl_course import config
 from mtrl_course.errors import ServiceError
-from mtrl_course.local.runtime import INIT_TIMEOUT_MESSAGE, runtime_id_for
+from mtrl_course.local.names import INIT_TIMEOUT_MESSAGE, NO_ENTRYPOINT_PROGRAM, NO_SERVER_NAME, OFFLINE_INIT_TIMEOUT_S
+from mtrl_course.local.runtime import runtime_id_for
 from mtrl_course.local.stack import active as offline_backend
 
-# Offline the same wait is shortened, so the lesson shows the failure in seconds.
-OFFLINE_INIT_TIMEOUT_S = 3.0
 PORT_POLL_S = 0.1
 PROGRAM_STOP_TIMEOUT_S = 10.0
 # The program only imports the SageMaker SDK (several seconds) and ends.
 PROGRAM_WAIT_S = 60.0
-# The walkthrough's broken decorator stack: the handler is wrapped for the training service but
-# nothing creates a BedrockAgentCoreApp, so running the file starts no HTTP server at all.
-NO_ENTRYPOINT_PROGRAM = """\
-from sagemaker.train.rft import sagemaker_rft_handler
-
-
-@sagemaker_rft_handler
-def handle_rollout(payload):
-    return {"reward": -1.5}
-"""
-
-NO_SERVER_NAME = "WordleMTRL_NoEntrypoint"
+# NO_ENTRYPOINT_PROGRAM (names): the walkthrough's broken decorator stack, no HTTP server at all.
 
 
 class NoServerRuntime:

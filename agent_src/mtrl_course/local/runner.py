@@ -83,22 +83,23 @@ from typing import Any, Protocol
 import numpy as np
 
 from mtrl_course import config
+from mtrl_course.service_spec import TrainingHyperparameters
 from mtrl_course.local import fastlane, grpo, metrics
 from mtrl_course.local.jobruntime import JobRuntimeEmulator, TrajectoryRecord
+from mtrl_course.local.names import (
+    FAULT_AGENT_ERROR,
+    FAULT_AUTH,
+    FAULT_MISSING_REWARD,
+    FAULT_RESTART,
+    FAULTS,
+    LANE_FAST,
+    LANE_FULL,
+    LANES,
+)
 from mtrl_course.local.policy import LABEL, Adapter, StandInPolicy
 from wordle_agent import rollout
 from wordle_agent.reward import legacy_reward, outcome_reward
 
-
-LANE_FAST, LANE_FULL = "fast", "full"
-LANES = (LANE_FAST, LANE_FULL)
-FAULT_AUTH, FAULT_AGENT_ERROR, FAULT_MISSING_REWARD, FAULT_RESTART = (
-    "auth_failure",
-    "agent_error",
-    "missing_reward",
-    "runtime_restart",
-)
-FAULTS = (FAULT_AUTH, FAULT_AGENT_ERROR, FAULT_MISSING_REWARD, FAULT_RESTART)
 FAST_LANE_ONLY_FAULTS = (FAULT_AGENT_ERROR, FAULT_MISSING_REWARD)
 REWARD_TIERED, REWARD_OUTCOME_ONLY, REWARD_LEGACY = "tiered", "outcome_only", "legacy"
 REWARD_VARIANTS = (REWARD_TIERED, REWARD_OUTCOME_ONLY, REWARD_LEGACY)
@@ -154,6 +155,8 @@ class ReportingJob(Protocol):
 
     @property
     def hyperparameters(self) -> dict[str, Any]: ...
+    @property
+    def training_hyperparameters(self) -> TrainingHyperparameters: ...
     @property
     def runtime_arn(self) -> str: ...
     @property
@@ -289,8 +292,8 @@ def _reward_of(outcome: RolloutOutcome) -> float:
     return float(outcome.record.reward)
 
 
-def _keep_result_without_reward(payload: dict) -> dict:
-    result: dict[str, Any] = dict(rollout.run_rollout(payload))
+def _keep_result_without_reward(payload: dict, model: rollout.ModelFactory | None = None) -> dict:
+    result: dict[str, Any] = dict(rollout.run_rollout(payload, model=model))
     result.pop("reward", None)
     result["status"] = "done"
     return result
@@ -311,33 +314,22 @@ REWARD_FUNCTIONS: dict[str, Callable[[Any], float]] = {
     REWARD_OUTCOME_ONLY: outcome_only_reward,
     REWARD_LEGACY: legacy_reward,
 }
-_GAMES = threading.local()
 
 
-def _collect_game(task_id: str, game: Any) -> None:
-    games = getattr(_GAMES, "games", None)
-    if games is not None:  # only the thread that is playing a variant rollout collects
-        games.append(game)
-
-
-def reward_variant_handler(variant: str, inner: Callable[[dict], Any] = rollout.run_rollout) -> Callable[[dict], Any]:
+def reward_variant_handler(variant: str, inner: Callable[..., Any] = rollout.run_rollout) -> Callable[..., Any]:
     """A handler that plays `inner` and reports the `variant` reward of the game it played.
 
-    The game is read through `rollout.use_game_observer` in the thread that plays it; a rollout
-    that never made a game (a malformed task) keeps the handler's own reward.
+    `inner` is called as `inner(payload, model=model, observer=...)` (as `rollout.run_rollout`):
+    the game is handed to this handler's own observer, nothing process-wide; a rollout that never
+    made a game (a malformed task) keeps the handler's own reward.
     """
     if variant == REWARD_TIERED:
         return inner
     score = REWARD_FUNCTIONS[variant]
 
-    def handler(payload: dict) -> Any:
-        _GAMES.games = []
-        try:
-            with rollout.use_game_observer(_collect_game):
-                result = inner(payload)
-            games = list(_GAMES.games)
-        finally:
-            _GAMES.games = None
+    def handler(payload: dict, model: rollout.ModelFactory | None = None) -> Any:
+        games: list[Any] = []
+        result = inner(payload, model=model, observer=lambda task_id, game: games.append(game))
         if games and isinstance(result, dict) and "reward" in result:
             result = {**result, "reward": float(score(games[-1]))}
         return result
@@ -345,8 +337,8 @@ def reward_variant_handler(variant: str, inner: Callable[[dict], Any] = rollout.
     return handler
 
 
-def _agent_error_result(payload: dict) -> dict:
-    rollout.run_rollout(payload)
+def _agent_error_result(payload: dict, model: rollout.ModelFactory | None = None) -> dict:
+    rollout.run_rollout(payload, model=model)
     return {"status": "error", "error": "injected fault: the agent gave up on this rollout"}
 
 
@@ -478,7 +470,7 @@ class _JobSession:
             "policy. Never redeploy the agent while a job runs."
         )
 
-    def _handler_for(self, task: RolloutTask, attempt: int) -> Callable[[dict], Any]:
+    def _handler_for(self, task: RolloutTask, attempt: int) -> Callable[..., Any]:
         if task == self.fault_target and attempt == 0:
             if self._take_fault(FAULT_AGENT_ERROR):
                 return _agent_error_result
@@ -772,7 +764,7 @@ class _Training:
     """One training job's loop: steps of rollouts, GRPO updates and metrics; validation between."""
 
     def __init__(self, job: ReportingJob, options: RunnerOptions, adapter: Any) -> None:
-        hp = self.hp = job.hyperparameters
+        hp = self.hp = job.training_hyperparameters
         self.job, self.options, self.adapter = job, options, adapter
         self.learner: Any = None
         if options.policy == POLICY_LEARNER:
@@ -780,11 +772,11 @@ class _Training:
 
             self.learner = LearnerTrainee(hp, adapter, options.seed)
         self.train_rows, self.val_rows = job.prompts("train"), job.prompts("validation")
-        self.batch, self.group = int(hp["global_batch_size"]), int(hp["group_size"])
+        self.batch, self.group = hp.global_batch_size, hp.group_size
         self.per_epoch = math.ceil(len(self.train_rows) / self.batch)
-        self.total_steps = min(int(hp["max_steps"]), int(hp["max_epochs"]) * self.per_epoch)
-        self.val_every = int(hp["val_every"]) if self.val_rows else 0
-        self.config = grpo.GRPOConfig.from_hyperparameters(hp)
+        self.total_steps = min(hp.max_steps, hp.max_epochs * self.per_epoch)
+        self.val_every = hp.val_every if self.val_rows else 0
+        self.config = grpo.GRPOConfig.from_training(hp)
         self.optimizer = grpo.Adam(self.config)
         self.completed = 0
 
@@ -797,7 +789,7 @@ class _Training:
         first = self.learner.policy() if self.learner else StandInPolicy(self.adapter, seed=self.options.seed)
         self.session, self.mlflow = _open(job, self.options, first)
         job.update_progress(
-            MaxEpoch=int(hp["max_epochs"]),
+            MaxEpoch=hp.max_epochs,
             StepsPerEpoch=self.per_epoch,
             CurrentEpoch=1,
             CurrentStep=0,
@@ -830,7 +822,7 @@ class _Training:
         hp, started = self.hp, time.monotonic()
         epoch, within, rows = _batch_rows(len(self.train_rows), self.batch, step, self.options.seed)
         self.job.update_progress(CurrentEpoch=epoch, CurrentStep=within)
-        sampling = (float(hp["temperature"]), float(hp["sampling_top_p"]), int(hp["sampling_max_tokens"]))
+        sampling = (hp.temperature, hp.sampling_top_p, hp.sampling_max_tokens)
         tasks = [
             RolloutTask("train", step, row, r, self.train_rows[row], *sampling)
             for row in rows
@@ -919,7 +911,7 @@ class _Training:
         if not _validation_due(step, self.total_steps, self.val_every):
             return True
         started = time.monotonic()
-        max_tokens = int(self.hp["sampling_max_tokens"])
+        max_tokens = self.hp.sampling_max_tokens
         tasks = [RolloutTask("val", step, i, 0, row, 0.0, None, max_tokens) for i, row in enumerate(self.val_rows)]
         outcomes = self.session.run(tasks)
         _bill_sampling(self.job, outcomes)
@@ -927,9 +919,7 @@ class _Training:
         if failure:
             self.mlflow.fail_job(self.job, failure)
             return False
-        values = metrics.success_metrics(
-            "val", _records(outcomes), float(self.hp["success_threshold"]), self.hp["pass_k_values"]
-        )
+        values = metrics.success_metrics("val", _records(outcomes), self.hp.success_threshold, self.hp.pass_k_values)
         values["timing_s/eval"] = time.monotonic() - started
         self.mlflow.log(values, step)
         return True

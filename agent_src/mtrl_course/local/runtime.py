@@ -64,10 +64,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtrl_course import config
+from mtrl_course.local.names import DEFAULT_RUNTIME_NAME, INIT_TIMEOUT_MESSAGE
 from mtrl_course.local.service import ServiceError
 
 DEFAULT_APP = "wordle_agent.main:app"
-DEFAULT_NAME = "WordleMTRL"
+DEFAULT_NAME = DEFAULT_RUNTIME_NAME
 HOST = "127.0.0.1"
 PING_PATH = "/ping"
 INVOCATIONS_PATH = "/invocations"
@@ -85,10 +86,7 @@ RUNTIME_SUFFIX_LENGTH = 10
 NAME_PATTERN = "[a-zA-Z][a-zA-Z0-9_]{0,47}"
 RUNTIME_VERSION = "1"
 MODES = ("thread", "subprocess")
-# Guesses at AgentCore's messages (the Python SDK does not contain them).
-INIT_TIMEOUT_MESSAGE = (
-    "Runtime initialization time exceeded. Please make sure that initialization completes in {seconds:g}s."
-)
+# Guesses at AgentCore's messages (the Python SDK does not contain them; INIT_TIMEOUT_MESSAGE is in names).
 RUNTIME_ERROR_MESSAGE = (
     "Received error ({status}) from runtime. Please check your CloudWatch logs for more information."
 )

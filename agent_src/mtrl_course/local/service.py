@@ -25,7 +25,6 @@ Where the real behaviour is not documented this module guesses, and says so at t
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import math
@@ -45,6 +44,7 @@ from mtrl_course.service_spec import (
     EVALUATION,
     JOB_CATEGORIES,
     TRAINING,
+    TrainingHyperparameters,
     flatten_nested,
     resolve_hyperparameters,
 )
@@ -96,10 +96,6 @@ LOG_GROUP = "/aws/sagemaker/Job/{category}"
 # Only the prefix `<job-name>/` is documented (aws-docs.md §1.5); the suffix is a guess.
 LOG_STREAM = "{name}/service"
 DATASET_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -213,17 +209,17 @@ class LocalMTRLService:
             return Path(backend.state_dir)
         return None
 
-    def _save(self, job: LocalJob) -> None:
+    # -- JobHost: what a LocalJob asks of the service that runs it ----------------------------------
+    def save_job(self, job: LocalJob) -> None:
         store = self.store()
         if store is None:
             return
         try:
-            with job._lock:
-                store.save(job.describe(), process_identity())
+            store.save(job.describe(), process_identity())
         except OSError as err:  # a full disk must not fail the job itself
             logger.warning("offline job record of %s not written: %s", job.name, err)
 
-    def _record_package(self, arn: str, region: str, request: Mapping[str, Any]) -> None:
+    def record_package(self, arn: str, region: str, request: Mapping[str, Any]) -> None:
         store = self.store()
         if store is not None:
             store.add_package(arn, region, request)
@@ -406,11 +402,8 @@ class LocalMTRLService:
             if job.foreign:
                 raise validation_error(FOREIGN_JOB_MESSAGE.format(name=job.name, pid=job.owner.get("Pid", "?")))
             raise validation_error(f"Job {job.name} is in status {job.status} and cannot be stopped.")
-        with job._lock:
-            if job.status != "InProgress":
-                raise validation_error(f"Job {job.name} is in status {job.status} and cannot be stopped.")
-            job.status = "Stopping"
-            job._stop_requested.set()
+        if not job.begin_stopping():
+            raise validation_error(f"Job {job.name} is in status {job.status} and cannot be stopped.")
         job.set_secondary("Stopping", "Stop requested")
         return {}
 
@@ -432,7 +425,7 @@ class LocalMTRLService:
         with self._lock:
             running = [j for j in self._jobs.values() if isinstance(j, LocalJob) and not j.done]
         for job in running:
-            job._stop_requested.set()
+            job.request_stop()
         deadline = time.monotonic() + timeout
         for job in running:
             job.wait(max(0.0, deadline - time.monotonic()))
@@ -513,10 +506,17 @@ class LocalMTRLService:
             raise ServiceError("ResourceNotFound", f"Base model {base_model} is not supported for {category}.")
         if region not in service_spec.MODELS[base_model][1]:
             raise validation_error(f"Base model {base_model} is not available for {category} in {region}.")
+        training: TrainingHyperparameters | None = None
         if category == TRAINING:
-            hyperparameters = resolve_hyperparameters(
-                settings.get("HyperParameters"), service_spec.training_spec(base_model), f"{section}.HyperParameters"
+            # Typed once, here; the runner and both GRPOs receive this object, never the strings.
+            training = TrainingHyperparameters.from_resolved(
+                resolve_hyperparameters(
+                    settings.get("HyperParameters"),
+                    service_spec.training_spec(base_model),
+                    f"{section}.HyperParameters",
+                )
             )
+            hyperparameters = training.as_dict()
         else:
             hyperparameters = resolve_hyperparameters(
                 flatten_nested(settings.get("HyperParameters")),
@@ -569,6 +569,7 @@ class LocalMTRLService:
             checkpoint_model_package_group_arn=packages.get("IntermediateCheckpointModelPackageGroupArn"),
             input_model_package_arn=input_package,
             max_runtime_seconds=stopping.get("MaxRuntimeInSeconds"),
+            training=training,
         )
 
     def _check_schedule(self, hyperparameters: Mapping[str, Any], rows: int) -> None:
@@ -690,25 +691,8 @@ class LocalMTRLService:
                 runner(job)
         except Exception as err:  # the runner's bug or an unexpected failure: fail the job, keep the trace
             job.log("".join(traceback.format_exception(err)))
-            self._finish(job, "Failed", f"{type(err).__name__}: {err}")
-        if job._stop_requested.is_set():
-            self._finish(job, "Stopped", None)
-        else:
-            self._finish(job, "Completed", None)
-
-    def _finish(self, job: LocalJob, status: str, reason: str | None) -> None:
-        with job._lock:
-            if job._terminal.is_set():
-                return
-            job.set_secondary(status, reason or "")
-            now = _now()
-            job.transitions[-1]["EndTime"] = now
-            job.status = status
-            job.failure_reason = reason
-            job.end_time = now
-            job.last_modified_time = now
-            self._save(job)
-            job._terminal.set()
+            job.finish("Failed", f"{type(err).__name__}: {err}")
+        job.finish("Stopped" if job.stop_requested else "Completed", None)
 
     def put_log(self, job: LocalJob, message: str) -> None:
         group = LOG_GROUP.format(category=job.category)

@@ -25,7 +25,7 @@ from mtrl_course.local.job import (
     MAX_TRANSITIONS,
     TERMINAL,
     LocalJob,
-    _job_summary,
+    job_summary,
 )
 
 logger = logging.getLogger(__name__)
@@ -301,7 +301,7 @@ class StoredJob:
 
     def summary(self) -> dict[str, Any]:
         with self._lock:
-            return _job_summary(self)
+            return job_summary(self)
 
 
 STORED_JOB_POLL_S = 0.2
