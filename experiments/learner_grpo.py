@@ -2,25 +2,40 @@
 
 Each seed trains the learner (`mtrl_course.learner`, behind the `policy="learner"` runner switch)
 with the course's default offline run: notebook 05's settings (32 prompts x 8 rollouts a step,
-10 steps, validation on the 128 held-out words at temperature 0 every 2 steps, learning rate
-1e-5), the deployed reasoning effort "low", through the real runner, fast lane, rollout handler,
-game and reward, with an in-memory job (`local.failure_lab.MemoryJob`). Then the base and the
-trained adapter are evaluated on the 128 held-out words at the serving setting (temperature 1,
-low effort), at temperature 0 and at medium effort, through the real agent (fast lane,
-`--eval-path agent`, the default) or with the batched in-process player (`--eval-path batch`).
+validation on the 128 held-out words at temperature 0 every 2 steps, learning rate 1e-5, which
+the learner's GRPO scales by `LR_SCALE`), the deployed reasoning effort "low", through the real
+runner, fast lane, rollout handler, game and reward, with an in-memory job
+(`local.failure_lab.MemoryJob`). Then the base and the trained adapter are evaluated on the 128
+held-out words at the serving setting (temperature 1, low effort), at temperature 0 and at medium
+effort, through the real agent (fast lane, `--eval-path agent`, the default) or with the batched
+in-process player (`--eval-path batch`).
 
-    python experiments/learner_grpo.py --seeds 1 2 3          # writes results/learner_grpo.json
+    python experiments/learner_grpo.py --seeds 1 2 3 --max-steps 30          # results/learner_grpo.json
+    python experiments/learner_grpo.py --seeds 1 2 3 --max-steps 30 --reward outcome_only \
+        --out experiments/results/learner_grpo_outcome_only.json
 
-Reported as measured: per seed, base and trained solve rates with their binomial standard errors
-(128 words), the gain, and across seeds the mean gain and its standard error.
+(One epoch of the 640 training prompts is 20 steps, so `--max-steps 30` stops at 20 unless
+`--max-epochs 2` is given.) Reported as measured: per seed, base and trained solve rates with
+their binomial standard errors (128 words), the gain, and across seeds the mean gain and its
+standard error. Each file holds its command, commit and start time.
 
-Stored results: `results/learner_grpo.json` (the committed base, stage 4), and the same run from
-the earlier bases (`results/learner_grpo_stage2_base.json`, `..._stage3_base.json`). All three are
-nulls or losses on the solve rate (stage 4: T=1 low 0.8% -> 0%, greedy 5.5% -> 0% in every seed): the base solves about 1% of the held-out words, so almost no group ever contains
-a solve and the advantages come from the shaping term alone. What GRPO then learns is what the
-shaping pays for: the trained adapters write fewer and shorter turns (tool-call rate 0.70 -> 0.41
-to 0.59, medium-effort tokens per game about 105 -> 22 to 40) and end games early, which raises
-the mean reward of a lost game a little and solves nothing.
+Stored results on the stage-6 base (17.2% at T=1 low in its own provenance), 20 steps, 6-11
+minutes a seed on a shared two-core machine:
+- `learner_grpo.json`, the course's tiered reward: every seed collapses. T=1 low 21.1% -> 1.6%
+  (gain -19.5 +- 1.8 points, SE over 3 seeds), greedy 32.8% -> 2.9%. The adapters learn to end
+  games early (sampled tokens per game 43 -> 22, tool-call share of turns 0.93 -> 0.65), and the
+  training reward falls with them (-0.14 -> -0.38 in seed 1). The group's standard deviation
+  scales the advantages, so the loss tier's small shaping differences (a shorter lost game is
+  charged fewer per-guess penalties) are pushed as hard as a solve, in every group, in the same
+  direction; the solves point somewhere different for every word.
+- `learner_grpo_outcome_only.json`, the same run with the outcome-only reward: no collapse, and
+  no gain: T=1 low 21.1% -> 22.1% (+1.0 +- 4.1 points; +6.2, +3.9, -7.0 by seed), greedy 32.8% ->
+  28.1%, T=1 medium 20.3% -> 22.4%.
+- The base's own T=1 low rate moved between 18.8% and 24.2% with the evaluation seed alone: one
+  128-word evaluation has a standard error of about 3.6 points.
+- Earlier bases: `learner_grpo_stage2_base.json`, `..._stage3_base.json` and
+  `..._stage4_base.json`, all nulls or losses (those bases solved about 1% at T=1, so almost no
+  group held a solve), measured with `LR_SCALE` 300.
 """
 
 from __future__ import annotations
@@ -151,9 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-path", choices=("agent", "batch"), default="agent")
     ap.add_argument("--learning-rate", type=float, default=None, help="override the run's learning_rate")
     ap.add_argument("--max-steps", type=int, default=None)
-    ap.add_argument(
-        "--max-epochs", type=int, default=None, help="passes over the 640 training prompts (20 steps each)"
-    )
+    ap.add_argument("--max-epochs", type=int, default=None, help="passes over the 640 training prompts (20 steps each)")
     ap.add_argument("--reward", choices=runner.REWARD_VARIANTS, default=runner.REWARD_TIERED)
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--out", type=Path, default=RESULTS, help="where to write the results")

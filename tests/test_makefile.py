@@ -114,9 +114,11 @@ EXPERIMENT_RERUNS = {
     "composite_rewards.json": ("tests/test_coding_trainer.py", "test_a_stored_run_reproduces_in_the_same_direction"),
 }
 NOT_RERUN = {
-    # The learner's GRPO runs (about two minutes per seed each); no test re-ran them before the
-    # tiers were split, and none does now: a gap the tiers make visible, not one they open.
+    # The learner's GRPO runs (six to eleven minutes per seed each on the stage-6 base); no test
+    # re-ran them before the tiers were split, and none does now: a gap the tiers make visible,
+    # not one they open.
     "learner_grpo.json",
+    "learner_grpo_outcome_only.json",
     "learner_grpo_stage2_base.json",
     "learner_grpo_stage3_base.json",
     "learner_grpo_stage4_base.json",  # on main since 81e14f0 (stage 4's result under its own name)
