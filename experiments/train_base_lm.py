@@ -68,12 +68,21 @@ def parse_mix(text: str) -> dict[str, float]:
 
 
 def git_commit() -> str:
+    """HEAD, with "+uncommitted changes" when the code it ran differs from it (git status)."""
     try:
-        return subprocess.run(
+        head = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "agent_src", "experiments"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+    return head + (" +uncommitted changes" if dirty else "")
 
 
 def evaluate(params, config, words, seed):
