@@ -31,6 +31,10 @@ minutes a seed on a shared two-core machine:
 - `learner_grpo_outcome_only.json`, the same run with the outcome-only reward: no collapse, and
   no gain: T=1 low 21.1% -> 22.1% (+1.0 +- 4.1 points; +6.2, +3.9, -7.0 by seed), greedy 32.8% ->
   28.1%, T=1 medium 20.3% -> 22.4%.
+- `learner_grpo_outcome_only_2epochs.json`, outcome-only for 40 steps (`--max-steps 40
+  --max-epochs 2`, one process per seed, combined): still no gain. T=1 low 21.1% -> 22.7%
+  (+1.6 +- 2.1 points; +4.7, +2.3, -2.3 by seed), greedy 32.8% -> 29.4%; the greedy
+  validation curve stayed between 24% and 35% for all 40 steps.
 - The base's own T=1 low rate moved between 18.8% and 24.2% with the evaluation seed alone: one
   128-word evaluation has a standard error of about 3.6 points.
 - Earlier bases: `learner_grpo_stage2_base.json`, `..._stage3_base.json` and

@@ -119,6 +119,7 @@ NOT_RERUN = {
     # not one they open.
     "learner_grpo.json",
     "learner_grpo_outcome_only.json",
+    "learner_grpo_outcome_only_2epochs.json",
     "learner_grpo_stage2_base.json",
     "learner_grpo_stage3_base.json",
     "learner_grpo_stage4_base.json",  # on main since 81e14f0 (stage 4's result under its own name)
