@@ -39,15 +39,16 @@ One training step of the local MTRL service with the learner as the policy:
    0 to see what it does; the code path is tested.
 5. Adam (`learner.optim.AdamW`, the service's beta1, beta2, eps and gradient-norm clip) takes
    one step on the adapter's A and B matrices; the base never changes. Its step size is the
-   job's `learning_rate` times `LR_SCALE`: the service's rates (1e-5 to 1e-2) are tuned for the
-   LoRA of a 20-billion-parameter model, where one Adam step of 1e-5 on every adapter entry
-   moves the model noticeably; on a 128-wide model the same step changes nothing in ten steps.
+   job's `learning_rate` times `LR_SCALE`: the service's rates (1e-5 to 1e-2) are meant for the
+   LoRA of a 20-billion-parameter model; on this 128-wide model, Adam steps of 3e-4 (a job rate
+   of 1e-6 at this scale) left the held-out solve rate unchanged over ten steps.
    `LR_SCALE` is a choice for the lesson, not a finding about any real model: at 100, the course's
    default job rate (1e-5, `mtrl_course.training`) takes Adam steps of 1e-3 on the adapter.
-   Measured on the committed base (32 prompts x 8 games a step, outcome-only reward): 1e-3
-   raised the held-out solve rate at temperature 1 from 13% to 27% in 20 steps; 5e-4 moved it
-   half as far; 3e-3 (the scale of 300 used before) collapsed a weaker base to 0% within 10 steps,
-   each step changing a game's log-probability by several nats.
+   At 3e-3 (the scale of 300 used before), an exploratory run (not stored) collapsed the stage-5
+   base to 0% within 10 steps even with the outcome-only reward: one step moved a game's
+   log-probability by several nats. The stored runs at 1e-3 on the committed base
+   (`experiments/results/learner_grpo*.json`) do not collapse with the outcome-only reward, and do
+   not gain either; the tiered reward collapses them (see experiments/learner_grpo.py).
 """
 
 from __future__ import annotations
