@@ -18,7 +18,8 @@ import functools
 import http.server
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
@@ -271,67 +272,80 @@ def _browser_or_skip() -> tuple[str, object]:
     return executable, sync_api
 
 
-def browse(
-    root: Path, base_url: str, pages: list[str], screenshots: tuple[str, ...] = ()
-) -> tuple[list[str], list[str]]:
-    """Open every page in chromium; returns (requests that tried to leave the machine, problems)."""
+@dataclass
+class _Browser:
+    page: Any
+    left_machine: list[str] = field(default_factory=list)  # requests refused for leaving the machine
+    errors: list[str] = field(default_factory=list)  # the pages' script errors
+
+
+@contextlib.contextmanager
+def _chromium_page(stays_local: Callable[[str], bool] = _is_loopback) -> Iterator[_Browser]:
+    """One chromium page at 1280x900 whose requests for which `stays_local` is false are refused and recorded."""
     executable, sync_api = _browser_or_skip()
-    left_machine: list[str] = []
-    problems: list[str] = []
-
-    def block_outside(route: Any) -> None:
-        if _is_loopback(route.request.url):
-            route.continue_()
-        else:
-            left_machine.append(route.request.url)
-            route.abort()
-
     with sync_api.sync_playwright() as playwright:  # type: ignore[attr-defined]
         # --no-sandbox: CI runs as root, where chromium refuses its sandbox.
         browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
         try:
             context = browser.new_context(viewport={"width": 1280, "height": 900})
+            opened = _Browser(context.new_page())
+
+            def block_outside(route: Any) -> None:
+                if stays_local(route.request.url):
+                    route.continue_()
+                else:
+                    opened.left_machine.append(route.request.url)
+                    route.abort()
+
             context.route("**/*", block_outside)
-            page = context.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda err: errors.append(str(err)))
-            for name in pages:
-                errors.clear()
-                response = page.goto(base_url + name, wait_until="load")
-                if response is None or response.status != 200:
-                    problems.append(f"{name}: HTTP {response.status if response else 'no response'}")
-                    continue
-                page.wait_for_load_state("networkidle")
-                text = page.inner_text("body")
-                if len(text.strip()) < 100:
-                    problems.append(f"{name}: the page is (nearly) empty")
-                broken = page.eval_on_selector_all(
-                    "img", "imgs => imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src.slice(0, 80))"
-                )
-                problems += [f"{name}: image did not load: {src}" for src in broken]
-                for href in page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)"):
-                    if not href.startswith(base_url):
-                        continue
-                    target = root / unquote(urlsplit(href).path).lstrip("/")
-                    if target.is_dir():
-                        target = target / "index.html"
-                    if not target.is_file():
-                        problems.append(f"{name}: broken link to {urlsplit(href).path}")
-                problems += [f"{name}: script error: {err}" for err in errors]
-                problems += [f"{name}: {problem}" for problem in page.evaluate(LAYOUT_CHECK)]
-                if name in screenshots:
-                    page.screenshot(path=str(ARTIFACTS / (name.replace("/", "__") + ".png")))
-                    # And the page's widest table in view: where values used to be out of sight.
-                    widest = page.evaluate_handle(
-                        "() => [...document.querySelectorAll('article table')]"
-                        ".sort((a, b) => b.scrollWidth - a.scrollWidth)[0] || null"
-                    ).as_element()
-                    if widest is not None:
-                        widest.scroll_into_view_if_needed()
-                        page.screenshot(path=str(ARTIFACTS / (name.replace("/", "__") + ".table.png")))
+            opened.page.on("pageerror", lambda err: opened.errors.append(str(err)))
+            yield opened
         finally:
             browser.close()
-    return left_machine, problems
+
+
+def browse(
+    root: Path, base_url: str, pages: list[str], screenshots: tuple[str, ...] = ()
+) -> tuple[list[str], list[str]]:
+    """Open every page in chromium; returns (requests that tried to leave the machine, problems)."""
+    problems: list[str] = []
+    with _chromium_page() as opened:
+        page, errors = opened.page, opened.errors
+        for name in pages:
+            errors.clear()
+            response = page.goto(base_url + name, wait_until="load")
+            if response is None or response.status != 200:
+                problems.append(f"{name}: HTTP {response.status if response else 'no response'}")
+                continue
+            page.wait_for_load_state("networkidle")
+            text = page.inner_text("body")
+            if len(text.strip()) < 100:
+                problems.append(f"{name}: the page is (nearly) empty")
+            broken = page.eval_on_selector_all(
+                "img", "imgs => imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src.slice(0, 80))"
+            )
+            problems += [f"{name}: image did not load: {src}" for src in broken]
+            for href in page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)"):
+                if not href.startswith(base_url):
+                    continue
+                target = root / unquote(urlsplit(href).path).lstrip("/")
+                if target.is_dir():
+                    target = target / "index.html"
+                if not target.is_file():
+                    problems.append(f"{name}: broken link to {urlsplit(href).path}")
+            problems += [f"{name}: script error: {err}" for err in errors]
+            problems += [f"{name}: {problem}" for problem in page.evaluate(LAYOUT_CHECK)]
+            if name in screenshots:
+                page.screenshot(path=str(ARTIFACTS / (name.replace("/", "__") + ".png")))
+                # And the page's widest table in view: where values used to be out of sight.
+                widest = page.evaluate_handle(
+                    "() => [...document.querySelectorAll('article table')]"
+                    ".sort((a, b) => b.scrollWidth - a.scrollWidth)[0] || null"
+                ).as_element()
+                if widest is not None:
+                    widest.scroll_into_view_if_needed()
+                    page.screenshot(path=str(ARTIFACTS / (name.replace("/", "__") + ".table.png")))
+    return opened.left_machine, problems
 
 
 @pytest.mark.slow
@@ -386,65 +400,42 @@ def test_the_layout_check_catches_hidden_columns_broken_words_and_small_figures(
 
 @pytest.mark.slow
 def test_a_wide_figure_enlarges_on_click_and_closes_with_escape(built_site: Path, served_site: str) -> None:
-    executable, sync_api = _browser_or_skip()
-    with sync_api.sync_playwright() as playwright:  # type: ignore[attr-defined]
-        browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        try:
-            page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-            page.goto(served_site + "notebooks/10_what_went_wrong.html", wait_until="load")
-            figure = page.locator("article img.mtrl-zoomable").first
-            shown = figure.evaluate("img => [img.clientWidth, img.naturalWidth]")
-            figure.scroll_into_view_if_needed()
-            figure.click()
-            enlarged = page.locator(".mtrl-lightbox img").evaluate("img => img.getBoundingClientRect().width")
-            assert enlarged > 1.5 * shown[0], (shown, enlarged)
-            page.locator(".mtrl-lightbox img").click()  # full size
-            full = page.locator(".mtrl-lightbox img").evaluate("img => img.getBoundingClientRect().width")
-            assert full == pytest.approx(shown[1], abs=1)
-            page.keyboard.press("Escape")
-            assert page.locator(".mtrl-lightbox").count() == 0
-        finally:
-            browser.close()
+    with _chromium_page() as opened:
+        page = opened.page
+        page.goto(served_site + "notebooks/10_what_went_wrong.html", wait_until="load")
+        figure = page.locator("article img.mtrl-zoomable").first
+        shown = figure.evaluate("img => [img.clientWidth, img.naturalWidth]")
+        figure.scroll_into_view_if_needed()
+        figure.click()
+        enlarged = page.locator(".mtrl-lightbox img").evaluate("img => img.getBoundingClientRect().width")
+        assert enlarged > 1.5 * shown[0], (shown, enlarged)
+        page.locator(".mtrl-lightbox img").click()  # full size
+        full = page.locator(".mtrl-lightbox img").evaluate("img => img.getBoundingClientRect().width")
+        assert full == pytest.approx(shown[1], abs=1)
+        page.keyboard.press("Escape")
+        assert page.locator(".mtrl-lightbox").count() == 0
 
 
 @pytest.mark.slow
 def test_the_site_read_from_disk_searches_and_its_404_page_works(built_site: Path) -> None:
     """As the README opens it: build/site/index.html from disk (file://), no server."""
-    executable, sync_api = _browser_or_skip()
-    left_machine: list[str] = []
-
-    def block_outside(route: Any) -> None:
-        if urlsplit(route.request.url).scheme in ("file", "data", "about", "blob"):
-            route.continue_()
-        else:
-            left_machine.append(route.request.url)
-            route.abort()
-
-    with sync_api.sync_playwright() as playwright:  # type: ignore[attr-defined]
-        browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        try:
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            context.route("**/*", block_outside)
-            page = context.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda err: errors.append(str(err)))
-            for name in ("index.html", "notebooks/05_launch_training.html"):
-                page.goto((built_site / name).as_uri(), wait_until="load")
-                page.click("input[data-md-component=search-query]")
-                page.keyboard.type("reward", delay=20)
-                found = page.locator(".md-search-result__item")
-                found.first.wait_for(timeout=15_000)
-                assert found.count() > 0, name
-                assert "matching document" in page.inner_text(".md-search-result__meta"), name
-            page.goto((built_site / "404.html").as_uri(), wait_until="load")
-            header = page.evaluate("getComputedStyle(document.querySelector('.md-header')).backgroundColor")
-            assert header not in ("rgba(0, 0, 0, 0)", "transparent"), "the 404 page has no theme styles"
-            links = page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)")
-            local = [href for href in links if href.startswith("file:")]
-            assert len(local) >= len([e for e in catalog.NOTEBOOKS if e.path.is_file()]), links
-            dead = [href for href in local if not Path(unquote(urlsplit(href).path)).is_file()]
-            assert not dead, dead
-            assert not errors, errors
-        finally:
-            browser.close()
-    assert not left_machine, left_machine
+    with _chromium_page(lambda url: urlsplit(url).scheme in ("file", "data", "about", "blob")) as opened:
+        page = opened.page
+        for name in ("index.html", "notebooks/05_launch_training.html"):
+            page.goto((built_site / name).as_uri(), wait_until="load")
+            page.click("input[data-md-component=search-query]")
+            page.keyboard.type("reward", delay=20)
+            found = page.locator(".md-search-result__item")
+            found.first.wait_for(timeout=15_000)
+            assert found.count() > 0, name
+            assert "matching document" in page.inner_text(".md-search-result__meta"), name
+        page.goto((built_site / "404.html").as_uri(), wait_until="load")
+        header = page.evaluate("getComputedStyle(document.querySelector('.md-header')).backgroundColor")
+        assert header not in ("rgba(0, 0, 0, 0)", "transparent"), "the 404 page has no theme styles"
+        links = page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)")
+        local = [href for href in links if href.startswith("file:")]
+        assert len(local) >= len([e for e in catalog.NOTEBOOKS if e.path.is_file()]), links
+        dead = [href for href in local if not Path(unquote(urlsplit(href).path)).is_file()]
+        assert not dead, dead
+        assert not opened.errors, opened.errors
+    assert not opened.left_machine, opened.left_machine
