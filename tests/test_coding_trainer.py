@@ -59,6 +59,23 @@ def test_a_dead_harness_scores_zero_with_a_clear_metric_and_no_crash() -> None:
     assert metrics["sandbox_ok"] == 0.0 and metrics["correctness"] == 0.0
 
 
+def test_question_quality_tells_relevant_questions_from_generic_ones() -> None:
+    task = next(t for t in tasks.all_tasks() if len(t.hidden) == 2)
+    informed = play(task, [ASK_RELEVANT, ASK_RELEVANT, COMMIT])
+    half = play(task, [ASK_RELEVANT, COMMIT])
+    vague = play(task, [ASK_GENERIC, COMMIT])
+    never = play(task, [ASK_GENERIC] * 10)  # asks, never commits: counted among the questions only
+    quality = env.question_quality([informed, half, vague, never])
+    assert quality["first question about a hidden detail"] == 2 / 4
+    assert quality["hidden details heard before committing"] == pytest.approx((1.0 + 0.5 + 0.0) / 3)
+    # Each of the three committed rollouts earned the same full asking credit.
+    assert {r.values["asked_before_coding"] for r in (informed, half, vague)} == {1.0}
+    assert env.question_quality([]) == {
+        "first question about a hidden detail": 0.0,
+        "hidden details heard before committing": 0.0,
+    }
+
+
 def test_bad_steps_name_the_problem() -> None:
     e = CodingEnv(tasks.all_tasks()[0])
     with pytest.raises(ValueError, match="action must be one of"):

@@ -185,7 +185,7 @@ def lab_server(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
     """A JupyterLab server on loopback over a folder shaped like the course; (url, token, root)."""
     root = tmp_path / "course"
     (root / "notebooks").mkdir(parents=True)
-    (root / "agent_src").symlink_to(config.REPO_ROOT / "agent_src")  # the bootstrap looks for it
+    (root / "agent_src").symlink_to(config.REPO_ROOT / "agent_src")  # shaped like a checkout
     for path in config.NOTEBOOKS_DIR.glob("*.ipynb"):
         shutil.copy(path, root / "notebooks")
     token, port = uuid.uuid4().hex, _free_port()

@@ -322,6 +322,19 @@ def test_bootstrap_source_names_the_notebook() -> None:
     compile(source, "bootstrap", "exec")
 
 
+def test_the_bootstrap_imports_the_installed_toolkit_and_never_touches_sys_path() -> None:
+    source = notebook.bootstrap_source("05")
+    assert "sys.path" not in source and "ROOT" not in source
+    assert "from mtrl_course import notebook" in source
+
+
+def test_a_toolkit_from_another_checkout_is_named(tmp_path: Path) -> None:
+    here, other = tmp_path / "here", tmp_path / "other"
+    assert notebook.other_checkout_note(here / "agent_src" / "mtrl_course", here) is None
+    note = notebook.other_checkout_note(other / "agent_src" / "mtrl_course", here)
+    assert note is not None and str(other / "agent_src") in note and "make lab" in note
+
+
 def test_setup_rejects_an_unknown_notebook() -> None:
     with pytest.raises(KeyError, match="'42'"):
         notebook.setup("42")

@@ -333,3 +333,28 @@ def test_the_install_cell_imports_nothing_the_bootstrap_needs():
         [sys.executable, "-c", probe, str(config.REPO_ROOT / "agent_src")], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_notebook_00s_install_cell_runs_where_nothing_is_installed():
+    # The notebooks import the toolkit as an installed package; in a fresh Studio kernel it is not
+    # installed yet, so the install cell must find the repository and run on the standard library
+    # alone. `python -S -E` starts without site-packages (no editable install, nothing from the
+    # lock) and ignores PYTHONPATH: only the cell's own path entry can find the toolkit.
+    import subprocess
+    import sys
+
+    import nbformat
+
+    from mtrl_course import config
+
+    nb = nbformat.read(config.NOTEBOOKS_DIR / "00_setup.ipynb", as_version=4)
+    [cell] = [c for c in nb.cells if c.cell_type == "code" and "preflight.install_commands(ROOT)" in c.source]
+    done = subprocess.run(
+        [sys.executable, "-S", "-E", "-c", cell.source],
+        cwd=config.NOTEBOOKS_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("skipped: not a SageMaker Studio space")

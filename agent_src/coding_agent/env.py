@@ -21,7 +21,7 @@ from typing import Any
 
 from coding_agent import reward, sandbox
 from coding_agent.simulator import GENERIC_QUESTION, SimulatorFactory, rule_based
-from coding_agent.tasks import Task
+from coding_agent.tasks import Task, get as get_task
 
 ASK_RELEVANT, ASK_GENERIC, REPEAT, COMMIT = range(4)
 ACTIONS = ("ask_relevant", "ask_generic", "repeat", "commit")
@@ -199,4 +199,21 @@ def summary(rollouts: Sequence[Rollout]) -> Mapping[str, float]:
         "loop_rate": sum(r.values.get("loop_penalty", 0.0) != 0 for r in rollouts) / n,
         "turns": sum(len(r.turns) for r in rollouts) / n,
         "reward": sum(r.total for r in rollouts) / n,
+    }
+
+
+def question_quality(rollouts: Sequence[Rollout]) -> Mapping[str, float]:
+    """What the coder's questions found out, which the reward's asking term does not look at.
+
+    `asked_before_coding` pays for any question before a commit, relevant or not, so a policy
+    trained without a working correctness term can ask and still commit half-informed. Two
+    shares tell that apart: first questions that were about a hidden detail, and the hidden
+    details the coder had heard when it committed (over committed rollouts).
+    """
+    asked = [r for r in rollouts if r.actions and r.actions[0] != COMMIT]
+    committed = [r for r in rollouts if r.committed]
+    heard = [len(r.revealed) / len(get_task(r.task_id).hidden) for r in committed]
+    return {
+        "first question about a hidden detail": sum(r.actions[0] == ASK_RELEVANT for r in asked) / max(len(asked), 1),
+        "hidden details heard before committing": sum(heard) / max(len(heard), 1),
     }

@@ -74,12 +74,18 @@ def bundle(out_dir: Path) -> Path:
 
 
 def recipe_fragment(rollout_timeout: int = RECIPE_ROLLOUT_TIMEOUT, group_size: int = RECIPE_GROUP_SIZE) -> str:
-    """The training_config lines that delegate rollouts to your container (abridged from the docs' recipe)."""
+    """The training_config lines that delegate rollouts to your container.
+
+    Abridged from the example BYOO recipe in the Nova 2 User Guide ("Reinforcement Learning",
+    Nova Forge): `delegate: true`, `timeout: 600` and `advantage_strategy.number_generation: 16`
+    are that example's values, not recommendations of the course.
+    """
     if rollout_timeout <= 0 or group_size < 2:
         raise ValueError(
             f"rollout_timeout must be positive and group_size at least 2, got {rollout_timeout}, {group_size}"
         )
     return (
+        "# from the example BYOO recipe in the Nova 2 User Guide (abridged)\n"
         "training_config:\n"
         "  rollout:\n"
         "    delegate: true              # BYOO: Nova Forge hands each rollout to your environment container\n"
@@ -97,8 +103,8 @@ INFRASTRUCTURE = (
     },
     {
         "part": "EKS cluster behind HyperPod",
-        "setting": "endpoint access PUBLIC (PUBLIC_AND_PRIVATE failed to stabilise)",
-        "source": "Nova infra sample",
+        "setting": "endpoint access PUBLIC (its README requires it; a note in its CDK code says PUBLIC_AND_PRIVATE left HyperPod not stabilised)",
+        "source": "Nova infra sample README and CDK code",
     },
     {
         "part": "ECS on Fargate reward workers (your environment container)",

@@ -150,7 +150,8 @@ MLFLOW_SERVICE = GENERIC_SAGEMAKER_SERVICE
 
 JOB_CATEGORY = service_spec.TRAINING
 JOB_SCHEMA_VERSION = "1.0.0"
-# The walkthrough's report: the message names the right principal only after the third retry.
+# The walkthrough reports that the message names the right principal only after retries; how many
+# is not in its text, so the demonstration makes three attempts (the local service names it on the third).
 WRONG_PRINCIPAL_ATTEMPTS = 3
 BASE_MODEL_ID = service_spec.GPT_OSS_20B
 

@@ -270,6 +270,9 @@ def setup(nn: str, seed: int = config.DEFAULT_SEED) -> NotebookContext:
     figures_dir = TEMPLATE_FIGURES_DIR if nn == TEMPLATE_ID else config.FIGURES_DIR
     context = NotebookContext(nn=nn, mode=config.MODE, region=region, interactive=interactive, figures_dir=figures_dir)
     print(status_line(context))
+    elsewhere = other_checkout_note()
+    if elsewhere:
+        print(elsewhere)
     mismatches = version_mismatches()
     if mismatches:
         print("note: running versions differ from the tested ones (" + "; ".join(mismatches) + ")")
@@ -277,17 +280,39 @@ def setup(nn: str, seed: int = config.DEFAULT_SEED) -> NotebookContext:
 
 
 def bootstrap_source(nn: str) -> str:
-    """The exact first code cell of notebook `nn` (the hygiene tests compare against this)."""
+    """The exact first code cell of notebook `nn` (the hygiene tests compare against this).
+
+    It imports the toolkit like any installed package: `make` (and `environment.yml`, and
+    notebook 00's install cell in SageMaker Studio) install this repository into the kernel's
+    environment in editable mode, and the Makefile's PYTHONPATH puts this checkout's
+    `agent_src` first for `make lab`, `make test` and `mtrl notebooks run`. So no cell needs to
+    search for the repository or touch `sys.path`; `setup` says so when the kernel imports the
+    toolkit from another checkout than the one the notebook is in.
+    """
     return "\n".join(
         [
-            "# Bootstrap: find the repository, load the course toolkit, pick the mode (offline unless MTRL_MODE=live).",
-            "import pathlib, sys",
-            'ROOT = next((p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().parents) if (p / "agent_src" / "mtrl_course").is_dir()), None)',
-            'if ROOT is None: raise RuntimeError("Start Jupyter inside the course repository: no agent_src/mtrl_course above this folder.")',
-            'if str(ROOT / "agent_src") not in sys.path: sys.path.insert(0, str(ROOT / "agent_src"))',
+            "# Bootstrap: the course toolkit (installed by `make` or notebook 00); offline unless MTRL_MODE=live.",
             "from mtrl_course import notebook",
             f'nb = notebook.setup("{nn}")',
         ]
+    )
+
+
+def other_checkout_note(package_dir: Path | None = None, repo_root: Path | None = None) -> str | None:
+    """A note when the imported toolkit is not this checkout's (a virtualenv shared by clones).
+
+    The editable install points at the clone that created the virtualenv; a notebook opened in
+    another clone without the Makefile's PYTHONPATH would run that clone's code on this clone's
+    files. None when the toolkit comes from this checkout.
+    """
+    package = (package_dir or Path(__file__).parent).resolve()
+    root = (repo_root or config.REPO_ROOT).resolve()
+    if root in package.parents:
+        return None
+    return (
+        f"note: this kernel imports the course toolkit from {package.parent}, not from this checkout's "
+        f"{root / 'agent_src'}: start Jupyter here with `make lab`, or set PYTHONPATH={root / 'agent_src'} "
+        "before starting it"
     )
 
 

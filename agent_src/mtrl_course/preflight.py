@@ -38,8 +38,11 @@ MODEL_REGIONS: dict[str, tuple[str, ...]] = {
     "Qwen 3.6 27B": ("us-west-2",),
 }
 COURSE_MODEL = "GPT-OSS-20B"
-# First botocore with the SageMaker CreateJob operation: absent in 1.43.19, present in 1.43.20
-# (sdk.md §0.4, measured by bisecting wheels; a third-party note says 1.43.37, which is wrong).
+# First botocore with the SageMaker CreateJob operation: absent in 1.43.19, present in 1.43.20.
+# Measured for the course by bisecting botocore's published wheels (a third-party note says
+# 1.43.37, which is wrong). To repeat it for one version V: `pip download --no-deps botocore==V`,
+# unzip the wheel and look for "CreateJob" in botocore/data/sagemaker/*/service-2.json.
+# At 1.43.20 the JobCategory enum holds only AgentRFT and AgentRFTEvaluation.
 MIN_BOTOCORE = (1, 43, 20)
 JOB_OPERATION = "CreateJob"
 # Default quotas, adjustable (aws-docs.md §1.9, dg/model-customize-mtrl-quotas.html).

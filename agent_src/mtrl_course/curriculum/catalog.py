@@ -490,6 +490,13 @@ def _creates(entry: Entry) -> str:
     return "; ".join(entry.creates) + f". Cleaned up in {where}"
 
 
+# The banner's last line: where it comes from, for whoever edits the notebook. Hidden from learners.
+MAINTAINER_NOTE = (
+    "<!-- Generated from agent_src/mtrl_course/curriculum/catalog.py by `mtrl notebooks sync`: "
+    "edit the catalog, not this cell. -->"
+)
+
+
 def banner_markdown(nn: str) -> str:
     """The first cell of notebook `nn`: title, summary and the banner (tagged "banner" in the file)."""
     entry = get(nn)
@@ -519,8 +526,8 @@ def banner_markdown(nn: str) -> str:
         f"- **Prerequisites:** {_prerequisites(entry)}",
         f"- **Tested with:** {tested_with()}",
         "",
-        "*Generated from `agent_src/mtrl_course/curriculum/catalog.py` by `mtrl notebooks sync`: "
-        "edit the catalog, not this cell.*",
+        # For maintainers only: an HTML comment, which JupyterLab, GitHub and the site do not show.
+        MAINTAINER_NOTE,
     ]
     return "\n".join(lines)
 

@@ -41,7 +41,7 @@ from typing import Any
 
 from mtrl_course import config, progress
 from mtrl_course.curriculum import catalog
-from mtrl_course.notebook import BATCH_ENV_VAR, TEMPLATE_ID
+from mtrl_course.notebook import BATCH_ENV_VAR, BOOTSTRAP_TAGS, TEMPLATE_ID, bootstrap_source
 
 CELL_TIMEOUT = 600  # seconds per cell; offline notebooks aim for about 90 s in total
 KERNEL_STARTUP_TIMEOUT = 60
@@ -49,6 +49,7 @@ CURRENT_ENV_KERNEL = "mtrl-current-env"
 TEMPLATE_PATH = config.NOTEBOOKS_DIR / f"{TEMPLATE_ID}.ipynb"
 BANNER_TAG = "banner"
 NEXT_TAG = "next"
+BOOTSTRAP_TAG = BOOTSTRAP_TAGS[0]
 LIVE_ONLY_TAG = "live-only"
 STDERR_OK_TAG = "stderr-ok"
 RAISES_TAG = "raises-exception"
@@ -212,6 +213,12 @@ def _sync_generated(nb: Any, nn: str) -> bool:
                 cell.pop("outputs", None)
                 cell.pop("execution_count", None)
                 changed = True
+    # The bootstrap cell is generated too (`notebook.bootstrap_source`); a rewritten one is a
+    # code change, so its stored output counts as stale until the notebook is run again.
+    bootstrap = _tagged(nb, BOOTSTRAP_TAG)
+    if bootstrap and bootstrap[0].cell_type == "code" and bootstrap[0].source != bootstrap_source(nn):
+        bootstrap[0].source = bootstrap_source(nn)
+        changed = True
     return changed
 
 
@@ -242,7 +249,7 @@ def sync(paths: Sequence[Path] | None = None, *, readme: bool = True, check: boo
             continue  # the template's banner is an example, not a render
         nb = nbformat.read(path, as_version=4)
         if _sync_generated(nb, nn):
-            messages.append(f"{path.name}: banner/next cell {'out of date' if check else 'updated'}")
+            messages.append(f"{path.name}: banner/next/bootstrap cell {'out of date' if check else 'updated'}")
             if not check:
                 _write(nb, path)
     if readme:

@@ -7,7 +7,8 @@ sync by construction, and tests/test_student.py checks the generator.
 
 Why `student/` beside `notebooks/` and not inside it: the relative links in the notebooks
 (`../README.md`, `05_launch_training.ipynb`) keep working from a sibling folder, the bootstrap
-cell finds the repository from any folder inside it, and pytest's nbval run over `notebooks/`
+cell imports the installed toolkit (which finds the checkout from any folder inside it:
+`config.find_repo_root`), and pytest's nbval run over `notebooks/`
 (and the hygiene tests' `notebooks/*.ipynb`) never picks the copies up.
 
 A copy keeps every cell's source and tags and drops outputs, execution counts and the source

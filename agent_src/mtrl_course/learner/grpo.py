@@ -39,8 +39,8 @@ One training step of the local MTRL service with the learner as the policy:
    0 to see what it does; the code path is tested.
 5. Adam (`learner.optim.AdamW`, the service's beta1, beta2, eps and gradient-norm clip) takes
    one step on the adapter's A and B matrices; the base never changes. Its step size is the
-   job's `learning_rate` times `LR_SCALE`: the service's rates (1e-5 to 1e-2) are meant for the
-   LoRA of a 20-billion-parameter model; on this 128-wide model, Adam steps of 3e-4 (job rate
+   job's `learning_rate` times `LR_SCALE`: the service's rates (up to 1e-2; its documented
+   default 4e-5) are meant for the LoRA of a 20-billion-parameter model; on this 128-wide model, Adam steps of 3e-4 (job rate
    1e-6 at the former scale of 300) left the held-out solve rate unchanged over ten steps (exploratory,
    not stored).
    `LR_SCALE` is a choice for the lesson, not a finding about any real model: at 100, the course's

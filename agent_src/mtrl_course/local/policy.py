@@ -91,12 +91,13 @@ sees that term too, so at a sensible learning rate training stays inside the rad
 rate jumps far past it in one update, every rollout then writes its calls as text and gets the
 same floor reward, the advantage vanishes and the policy stays there, as in the walkthrough.
 
-Learning-rate scale. The service's learning rates (1e-5 to 1e-2) are tuned for LoRA weights.
-Adam moves each parameter by about `learning_rate` per step, so the stand-in multiplies its
-update by `ADAPTER_SCALE` x lora_alpha / lora_rank (the service's "update magnitude is
-learning_rate x alpha / rank"). ADAPTER_SCALE was picked so that 1e-5, the rate the walkthrough
-recommends, trains the stand-in in a handful of steps. Measured with it: 1e-4 swings into raw
-text for a step or two and recovers; 1e-3 collapses into raw text for good. That scale is a
+Learning-rate scale. The service's learning rates (up to 1e-2; the docs' default is 4e-5) are
+tuned for LoRA weights. Adam moves each parameter by about `learning_rate` per step, so the
+stand-in multiplies its update by `ADAPTER_SCALE` x lora_alpha / lora_rank (the service's "update
+magnitude is learning_rate x alpha / rank"). ADAPTER_SCALE was picked so that 1e-5, the course's
+offline job rate (`service_spec.OFFLINE_OVERRIDES`; the AWS walkthrough names no rate), trains the
+stand-in in a handful of steps. Measured with it: 1e-4 swings into raw text for a step or two and
+recovers; 1e-3 collapses into raw text for good. That scale is a
 choice made for the lesson, not a finding about any real model.
 
 Token cap. A reply longer than the request's `max_tokens` is cut there, finish reason "length",

@@ -81,8 +81,9 @@ MAX_MAX_RESULTS = 100
 JOB_PRINCIPAL = "job.sagemaker.amazonaws.com"
 IAM_REGION = "us-east-1"  # IAM is global; any Region's client sees the same roles
 TRUST_ACTIONS = ("sts:AssumeRole", "sts:TagSession")
-# A third-party report says the error names the right principal "only after the third retry";
-# reproduced: the first attempts with a given role get the bare message.
+# The walkthrough says the error names the right principal only after retries (a third-party
+# sample says after the third); the course's reconstruction: the first two attempts with a given
+# role get the bare message, the third names the principal.
 ATTEMPTS_BEFORE_HINT = 2
 
 # Default quota of each category (aws-docs.md §1.9), and the quota names the message quotes.
