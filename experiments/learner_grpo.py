@@ -67,6 +67,7 @@ from mtrl_course import config  # noqa: E402
 from mtrl_course.learner import play as batch_play  # noqa: E402
 from mtrl_course.learner import weights  # noqa: E402
 from mtrl_course.learner.grpo import LR_SCALE  # noqa: E402
+from mtrl_course.learner.lora import Adapter  # noqa: E402
 from mtrl_course.local import failure_lab, fastlane, hub, mlflow_store, runner  # noqa: E402
 from mtrl_course.local.jobruntime import JobRuntimeEmulator  # noqa: E402
 from mtrl_course.local.lm_policy import LearnerPolicy, load_base  # noqa: E402
@@ -129,6 +130,26 @@ def eval_batch(adapter, tasks, *, temperature, effort, seed):
     }
 
 
+def evaluate_seeds(evaluate, adapter, tasks, *, temperature, effort, seeds):
+    """`evaluate` once per evaluation seed, pooled: the mean solve rate over every game played.
+
+    The standard error is the binomial one over all games (128 x len(seeds)); games of the same
+    word under different seeds are not independent, so it is a little optimistic for word-level
+    variation, and exact for the sampling noise it is meant to shrink.
+    """
+    runs = [evaluate(adapter, tasks, temperature=temperature, effort=effort, seed=s) for s in seeds]
+    rate = float(np.mean([r["solve_rate"] for r in runs]))
+    n = len(tasks) * len(runs)
+    return {
+        "solve_rate": rate,
+        "standard_error": float(np.sqrt(rate * (1 - rate) / max(n - 1, 1))),
+        "games": n,
+        "by_seed": [r["solve_rate"] for r in runs],
+        "mean_reward": float(np.mean([r["mean_reward"] for r in runs])),
+        "completion_tokens_per_game": float(np.mean([r["completion_tokens_per_game"] for r in runs])),
+    }
+
+
 def train_one(seed: int, state: Path, hp_overrides: dict, reward: str = "tiered") -> tuple[Path, dict, float]:
     from mtrl_course.aws import offline_backend
 
@@ -164,6 +185,127 @@ def train_one(seed: int, state: Path, hp_overrides: dict, reward: str = "tiered"
     return state / "adapters" / f"{name}.safetensors", curves, seconds
 
 
+def train_batch(
+    seed: int, hp_overrides: dict, reward: str = "tiered", val_every: int = 20
+) -> tuple[Adapter, dict, float]:
+    """The same GRPO as `train_one`, with the games played by the batched in-process player.
+
+    What is the same: the learner, its base, the job's hyperparameters (the service's defaults
+    with `failure_lab.DEFAULT_RUN` and `hp_overrides`), the fresh adapter (`lm_lane.starting_adapter`),
+    the optimizer (`learner.grpo.optimizer`), the reward (`runner.REWARD_FUNCTIONS`, or the game's
+    own `final_reward()` for the tiered reward), the group-relative advantages
+    (`local.grpo.group_advantages`) and the update (`learner.grpo.update`), the deployed effort, the
+    sampling temperature, top-p and token cap. What differs: the games are played by
+    `learner.play.play_games`, which follows the agent's rules (tests/test_learner_play.py plays the
+    same game as the real handler for the same replies) without the Strands agent, the HTTP
+    emulator and the runner's bookkeeping, about four times faster; prompts are drawn in a fresh
+    random order each epoch (seeded), and validation is at temperature 0 on the held-out words.
+    """
+    from mtrl_course.local.grpo import SCALE_BY_STD, group_advantages
+    from mtrl_course.learner import grpo as learner_grpo
+    from mtrl_course.learner.threads import one_blas_thread
+    from mtrl_course.local.lm_lane import starting_adapter
+    from mtrl_course.service_spec import TrainingHyperparameters
+
+    hp = TrainingHyperparameters.unbounded({**failure_lab.DEFAULT_RUN, **hp_overrides})
+    params, model_config, _ = load_base()
+    adapter = starting_adapter(hp, None, seed, Path(tempfile.gettempdir()))
+    assert not isinstance(adapter, str)
+    optimizer = learner_grpo.optimizer(hp)
+    score = runner.REWARD_FUNCTIONS.get(reward, lambda game: game.final_reward())
+    answers = [answer_of(t) for t in failure_lab.rows("training")]
+    held_out = [answer_of(t) for t in failure_lab.rows("validation")]
+    prompts = hp.global_batch_size  # prompts a step (the service counts the batch in prompts)
+    steps_per_epoch = len(answers) // prompts
+    total = min(hp.max_steps, hp.max_epochs * steps_per_epoch)
+    rng = np.random.default_rng([seed, 20])
+    curves: dict[str, dict[int, float]] = {
+        k: {}
+        for k in (
+            "val/reward/pass_at_1",
+            "rollout/reward/mean",
+            "rollout/solve_rate",
+            "rollout/tokens_per_game",
+            "learner/update/grad_norm",
+            "learner/update/clipped_share",
+            "timing_s/step",
+        )
+    }
+
+    def validate(step: int) -> None:
+        games = batch_play.play_games(
+            params,
+            model_config,
+            held_out,
+            temperature=0.0,
+            effort=failure_lab.DEPLOYED_EFFORT,
+            seed=seed,
+            adapter=adapter,
+            max_tokens=hp.sampling_max_tokens,
+        )
+        curves["val/reward/pass_at_1"][step] = float(np.mean([g.solved for g in games]))
+
+    started = time.monotonic()
+    validate(0)
+    order = rng.permutation(len(answers))
+    with one_blas_thread():
+        for step in range(1, total + 1):
+            t0 = time.monotonic()
+            k = (step - 1) % steps_per_epoch
+            if k == 0 and step > 1:
+                order = rng.permutation(len(answers))
+            words = [answers[i] for i in order[k * prompts : (k + 1) * prompts]]
+            games = batch_play.play_games(
+                params,
+                model_config,
+                [w for w in words for _ in range(hp.group_size)],
+                temperature=hp.temperature,
+                top_p=hp.sampling_top_p,
+                max_tokens=hp.sampling_max_tokens,
+                effort=failure_lab.DEPLOYED_EFFORT,
+                seed=int(rng.integers(1 << 30)),
+                adapter=adapter,
+                batch=256,
+            )
+            rewards = np.array([score(g.game) for g in games])
+            advantages = np.concatenate(
+                [
+                    group_advantages(rewards[i * hp.group_size : (i + 1) * hp.group_size], scale_by_std=SCALE_BY_STD)
+                    for i in range(prompts)
+                ]
+            )
+            batch = [
+                learner_grpo.Sample(
+                    float(a),
+                    [learner_grpo.Turn(tuple(t["prompt"]), tuple(t["tokens"]), tuple(t["logprobs"])) for t in g.turns],
+                )
+                for g, a in zip(games, advantages)
+            ]
+            adapter, stats = learner_grpo.update(
+                params, model_config, adapter, batch, optimizer, step, hyperparameters=hp
+            )
+            curves["rollout/reward/mean"][step] = float(rewards.mean())
+            curves["rollout/solve_rate"][step] = float(np.mean([g.solved for g in games]))
+            curves["rollout/tokens_per_game"][step] = float(
+                np.mean([sum(len(t["tokens"]) for t in g.turns) for g in games])
+            )
+            curves["learner/update/grad_norm"][step] = stats.grad_norm
+            curves["learner/update/clipped_share"][step] = stats.clipped_tokens / max(stats.sampled_tokens, 1)
+            curves["timing_s/step"][step] = time.monotonic() - t0
+            if step % val_every == 0 or step == total:
+                validate(step)
+            print(
+                f"  step {step}/{total}: reward {rewards.mean():+.3f}, solved {curves['rollout/solve_rate'][step]:.3f}"
+                + (
+                    f", val T=0 {curves['val/reward/pass_at_1'][step]:.3f}"
+                    if step in curves["val/reward/pass_at_1"]
+                    else ""
+                ),
+                flush=True,
+            )
+    return adapter, curves, time.monotonic() - started
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
@@ -172,6 +314,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-steps", type=int, default=None)
     ap.add_argument("--max-epochs", type=int, default=None, help="passes over the 640 training prompts (20 steps each)")
     ap.add_argument("--reward", choices=runner.REWARD_VARIANTS, default=runner.REWARD_TIERED)
+    ap.add_argument(
+        "--trainer",
+        choices=("runner", "batch"),
+        default="runner",
+        help="runner: the local service's runner and the real agent; batch: the same GRPO on the batched player",
+    )
+    ap.add_argument("--eval-seeds", type=int, default=1, help="evaluation seeds per setting (128 games each)")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--out", type=Path, default=RESULTS, help="where to write the results")
     args = ap.parse_args(argv)
@@ -195,14 +344,19 @@ def main(argv: list[str] | None = None) -> int:
         "lr_scale": LR_SCALE,
         "base_id": base_id,
         "eval_path": args.eval_path,
+        "trainer": args.trainer,
+        "eval_seeds": args.eval_seeds,
         "overrides": overrides,
         "reward": args.reward,
         "seeds": {},
     }
     for seed in args.seeds:
-        with tempfile.TemporaryDirectory() as tmp:
-            path, curves, seconds = train_one(seed, Path(tmp), overrides, args.reward)
-            adapter = weights.load_adapter(path, base_id)
+        if args.trainer == "batch":
+            adapter, curves, seconds = train_batch(seed, overrides, args.reward)
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                path, curves, seconds = train_one(seed, Path(tmp), overrides, args.reward)
+                adapter = weights.load_adapter(path, base_id)
         print(
             f"seed {seed}: trained in {seconds:.0f} s; val pass@1 by step {curves['val/reward/pass_at_1']}", flush=True
         )
@@ -212,8 +366,13 @@ def main(argv: list[str] | None = None) -> int:
         }
         for name, temperature, effort in SETTINGS:
             started = time.monotonic()
-            base = evaluate(None, tasks, temperature=temperature, effort=effort, seed=1000 + seed)
-            trained = evaluate(adapter, tasks, temperature=temperature, effort=effort, seed=1000 + seed)
+            seeds = [1000 + seed + 100 * k for k in range(args.eval_seeds)]
+            if args.eval_seeds == 1:
+                base = evaluate(None, tasks, temperature=temperature, effort=effort, seed=seeds[0])
+                trained = evaluate(adapter, tasks, temperature=temperature, effort=effort, seed=seeds[0])
+            else:
+                base = evaluate_seeds(evaluate, None, tasks, temperature=temperature, effort=effort, seeds=seeds)
+                trained = evaluate_seeds(evaluate, adapter, tasks, temperature=temperature, effort=effort, seeds=seeds)
             row[name] = {
                 "base": base,
                 "trained": trained,
