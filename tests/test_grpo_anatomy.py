@@ -97,6 +97,8 @@ def test_the_lora_change_has_rank_at_most_r(step, hp):
     # While B = 0 the gradient of A (s G B^T) is zero, so the first step moves only B.
     assert view["A moved by"] == 0.0
     assert view["largest |B| entry"] <= hp.learning_rate * grpo.LR_SCALE * 1.0001
+    lines = step.lora_summary()
+    assert f"its rank is {view['rank of delta_W']}:" in lines[1] and f"r = {hp.lora_rank}," in lines[0]
 
 
 def test_a_group_of_equal_rewards_teaches_nothing(step):
@@ -114,3 +116,12 @@ def test_the_same_seed_gives_the_same_step_on_one_machine(step, hp):
 def test_no_mixed_group_is_an_error_that_says_so(step):
     with pytest.raises(ValueError, match="a win and a loss"):
         ga.choose_group(step.params, step.model_config, WORDS[:1], group_size=1)
+
+
+def test_the_winners_first_reply_is_read_the_same_way_everywhere(step):
+    before, after = step.first_reply_logp()
+    rows = step.first_reply()
+    assert len(rows) == len(step.batch[step.winner()].turns[0].tokens)
+    assert sum(row["logp before"] for row in rows) == pytest.approx(before, abs=0.01)
+    shared = next(row for row in step.openers() if str(step.winner()) in row["games"].split(", "))
+    assert shared["change in log p"] == pytest.approx(after - before)

@@ -68,6 +68,15 @@ SYSTEM, TASK, OPENER, REPLY, TOOL, REPLAYED = (
 MASKED_ROLES = (SYSTEM, TASK, OPENER, TOOL, REPLAYED)
 
 
+def _round(value: float, digits: int = 3) -> float:
+    """`value` rounded, without the -0.0 a rounding residue would leave."""
+    return round(float(value), digits) + 0.0
+
+
+def _shown(value: float, digits: int = 3) -> str:
+    return f"{_round(value, digits):.{digits}f}"
+
+
 def course_hyperparameters() -> TrainingHyperparameters:
     """The offline course job's hyperparameters (the walkthrough's overrides, then the offline ones)."""
     return TrainingHyperparameters.resolve({**WALKTHROUGH_OVERRIDES, **OFFLINE_OVERRIDES})
@@ -173,7 +182,7 @@ class Anatomy:
     def group_line(self) -> str:
         r = self.rewards
         return (
-            f"mean reward {r.mean():.3f}, std {r.std():.3f}; advantages sum to {self.advantages.sum() + 0.0:.3f}, "
+            f"mean reward {r.mean():.3f}, std {r.std():.3f}; advantages sum to {_shown(self.advantages.sum())}, "
             f"their std is {self.advantages.std():.3f}"
         )
 
@@ -323,6 +332,23 @@ class Anatomy:
             "largest |B| entry": float(np.abs(b).max()),
         }
 
+    def lora_summary(self, name: str = PROJECTION) -> list[str]:
+        """`lora(name)` in a few printable lines (notebook 05)."""
+        view = self.lora(name)
+        sv, rank = view["singular values"], view["rank of delta_W"]
+        base = sum(v.size for v in self.params.values())
+        return [
+            f"{name}: W {view['W shape']}, A {view['A shape']}, B {view['B shape']}, "
+            f"r = {view['r']}, alpha / r = {view['alpha / r']:g}",
+            f"delta_W = (alpha / r) A B is {view['delta_W shape']} like W, and its rank is {rank}: singular values "
+            f"from {sv[0]:.4f} down to {sv[rank - 1]:.4f}, then {len(sv) - rank} that are zero up to rounding",
+            f"Frobenius norms: |delta_W| = {view['|delta_W|']:.3f} (0 before the step), |W| = {view['|W|']:.2f}, "
+            f"a ratio of {view['|delta_W|'] / view['|W|']:.4f}",
+            f"A moved by {view['A moved by']:g} (while B = 0, the gradient of A is (alpha / r) G B^T = 0); "
+            f"the largest entry of B is {view['largest |B| entry']:.4f}, one Adam step",
+            f"trainable: {self.after.parameter_count():,} adapter parameters; frozen: {base:,} base parameters",
+        ]
+
     # --- 6. the winning game's first guess ----------------------------------------------------
     def winner(self) -> int:
         """The game with the highest reward (a solved one: the group is chosen to hold one)."""
@@ -334,10 +360,21 @@ class Anatomy:
         n = len(self.batch[game].turns[0].tokens)
         tokens = self.sampled_tokens(game)[:n]
         before, after = self.logp_before[game][:n], self.logp_after[game][:n]
+        # Rounded here, so that a near-certain token shows 0.000 rather than a rounding residue's sign.
         return [
-            {"token": tok.show([t]), "logp before": float(b), "logp after": float(a), "change": float(a - b)}
+            {"token": tok.show([t]), "logp before": _round(b), "logp after": _round(a), "change": _round(a - b)}
             for t, b, a in zip(tokens, before, after)
         ]
+
+    def first_reply_logp(self, game: int | None = None) -> tuple[float, float]:
+        """The log-probability of `game`'s whole first reply (the winner's by default), before and after."""
+        game = self.winner() if game is None else game
+        n = len(self.batch[game].turns[0].tokens)
+        return float(self.logp_before[game][:n].sum()), float(self.logp_after[game][:n].sum())
+
+    def _first_reply_change(self, game: int) -> float:
+        n = len(self.batch[game].turns[0].tokens)
+        return float(self.logp_after[game][:n].sum() - self.logp_before[game][:n].sum())
 
     def openers(self) -> list[dict[str, Any]]:
         """Which games wrote the same first reply: the credit of a shared token is summed over them."""
@@ -353,6 +390,7 @@ class Anatomy:
                 # The first turn's context is the same in every game, so the gradient of a shared
                 # first reply is the sum of its games' per-token weights A_i / |o_i|.
                 "sum of A_i / |o_i|": float(sum(self.advantages[i] / len(self.sampled_tokens(i)) for i in games)),
+                "change in log p": self._first_reply_change(games[0]),
             }
             for reply, games in by_reply.items()
         ]
