@@ -125,3 +125,9 @@ def test_the_winners_first_reply_is_read_the_same_way_everywhere(step):
     assert sum(row["logp before"] for row in rows) == pytest.approx(before, abs=0.01)
     shared = next(row for row in step.openers() if str(step.winner()) in row["games"].split(", "))
     assert shared["change in log p"] == pytest.approx(after - before)
+
+
+def test_the_base_is_the_one_the_offline_job_runtime_serves():
+    from mtrl_course.local import lm_policy
+
+    assert ga.BASE_FILE == lm_policy.BASE_FILE

@@ -22,8 +22,9 @@ The word is not picked by hand: `choose_group` scans the training words in file 
 seed and takes the first group that holds both a solved and an unsolved game.
 
 Offline-only teaching, in either mode: it calls no AWS service. The live service does the same
-arithmetic on gpt-oss-20b; this learner does not show that a run improves (stored runs show no
-held-out gain, experiments/learner_grpo.py), only what one update is.
+arithmetic on gpt-oss-20b. This learner does not show that a run improves (its stored multi-step
+runs show no held-out gain, and collapse with the course's tiered reward: experiments/learner_grpo.py),
+only what one update is.
 """
 
 from __future__ import annotations
@@ -290,7 +291,9 @@ class Anatomy:
             for t, value in enumerate(rho):
                 if (a > 0 and value > high) or (a < 0 and value < low):
                     found.append((abs(float(np.log(value))), game, t, tokens[t], float(a), float(value)))
-        found.sort(key=lambda row: (-row[0], row[1], row[2]))
+        # Sorted by |log rho| to 3 decimals, then by game and position: two tokens with the
+        # same context in two games differ only in the last bits, which another CPU may order otherwise.
+        found.sort(key=lambda row: (-round(row[0], 3), row[1], row[2]))
         return [
             {"game": g, "token #": t, "token": tok.show([token]), "A_i": a, "rho": value, "gradient": 0.0}
             for _, g, t, token, a, value in found[:n]
