@@ -40,12 +40,13 @@ FOUNDATION = {
     "mtrl_course.mlflow_client",
     "mtrl_course.wordlists",
 }
-# Layer 3, one module per course step (and notebook 09's reward lesson).
+# Layer 3, one module per course step (and the lessons' toolkits: notebook 09's reward lab, notebook
+# 05's anatomy of one GRPO update).
 STEPS = {
     f"mtrl_course.{name}"
     for name in (
         "iam preflight deploy smoke storage resources training monitoring evaluation costs plots cleanup "
-        "run_scope lab reward_lab"
+        "run_scope lab reward_lab grpo_anatomy"
     ).split()
 }
 # Layer 4, the course machinery: the command line, progress bars, the notebooks' bootstrap and
