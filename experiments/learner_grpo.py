@@ -306,6 +306,50 @@ def train_batch(
     return adapter, curves, time.monotonic() - started
 
 
+def summarize(seeds: dict) -> dict:
+    """Across seeds, per setting: mean base, mean trained, mean gain and its standard error."""
+    summary = {}
+    for name, _, _ in SETTINGS:
+        gains = np.array([row[name]["gain"] for row in seeds.values()])
+        bases = np.array([row[name]["base"]["solve_rate"] for row in seeds.values()])
+        trained = np.array([row[name]["trained"]["solve_rate"] for row in seeds.values()])
+        se = float(gains.std(ddof=1) / np.sqrt(len(gains))) if len(gains) > 1 else float("nan")
+        summary[name] = {
+            "base_mean": float(bases.mean()),
+            "trained_mean": float(trained.mean()),
+            "gain_mean": float(gains.mean()),
+            "gain_se_over_seeds": se,
+            "gains": [float(g) for g in gains],
+        }
+        print(
+            f"{name}: base {bases.mean():.3f}, trained {trained.mean():.3f}, gain {gains.mean():+.3f} ± {se:.3f} (SE over seeds)"
+        )
+    return summary
+
+
+def combine(parts: list[Path], out: Path) -> int:
+    """One results file from several one-seed files of the same command (run side by side)."""
+    runs = [json.loads(p.read_text()) for p in parts]
+    keys = ("base_id", "eval_path", "trainer", "eval_seeds", "overrides", "reward", "lr_scale")
+    for run in runs[1:]:
+        differing = [k for k in keys if run.get(k) != runs[0].get(k)]
+        if differing:
+            raise SystemExit(f"cannot combine: the runs differ in {', '.join(differing)}")
+    combined: dict = {k: runs[0].get(k) for k in keys}
+    combined["command"] = [r["command"] for r in runs]
+    combined["git_commit"] = [r["git_commit"] for r in runs]
+    combined["started"] = [r["started"] for r in runs]
+    combined["note"] = (
+        "one process per seed, run side by side on a shared two-core machine, combined with "
+        "`python experiments/learner_grpo.py --combine <files> --out <file>`"
+    )
+    combined["seeds"] = {k: v for r in runs for k, v in r["seeds"].items()}
+    combined["summary"] = summarize(combined["seeds"])
+    out.write_text(json.dumps(combined, indent=1) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
@@ -323,7 +367,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-seeds", type=int, default=1, help="evaluation seeds per setting (128 games each)")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--out", type=Path, default=RESULTS, help="where to write the results")
+    ap.add_argument("--combine", type=Path, nargs="+", help="merge one-seed results files into --out, then stop")
     args = ap.parse_args(argv)
+    if args.combine:
+        return combine(args.combine, args.out)
     overrides = {}
     if args.learning_rate is not None:
         overrides["learning_rate"] = args.learning_rate
@@ -385,21 +432,7 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
         out["seeds"][str(seed)] = row
-    summary = {}
-    for name, _, _ in SETTINGS:
-        gains = np.array([out["seeds"][str(s)][name]["gain"] for s in args.seeds])
-        bases = np.array([out["seeds"][str(s)][name]["base"]["solve_rate"] for s in args.seeds])
-        trained = np.array([out["seeds"][str(s)][name]["trained"]["solve_rate"] for s in args.seeds])
-        se = float(gains.std(ddof=1) / np.sqrt(len(gains))) if len(gains) > 1 else float("nan")
-        summary[name] = {
-            "base_mean": float(bases.mean()),
-            "trained_mean": float(trained.mean()),
-            "gain_mean": float(gains.mean()),
-            "gain_se_over_seeds": se,
-        }
-        print(
-            f"{name}: base {bases.mean():.3f}, trained {trained.mean():.3f}, gain {gains.mean():+.3f} ± {se:.3f} (SE over seeds)"
-        )
+    summary = summarize(out["seeds"])
     out["summary"] = summary
     if not args.no_write:
         args.out.write_text(json.dumps(out, indent=1) + "\n")
