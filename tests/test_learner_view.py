@@ -36,7 +36,6 @@ MAX_WORDS = 200
 LONG_CELLS_ALLOWED = {
     ("00", "## 1. What multi-turn RL trains"),
     ("00", "Three design choices from the walkthrough"),
-    ("05", "The failure reason printed above"),
     ("06", "Two different measurements, on two different settings."),
     ("06", "The shapes agree: a fast climb in the first steps"),
     ("07", "**Temperature.** In this run (the table above)"),

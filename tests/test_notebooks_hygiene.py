@@ -545,3 +545,15 @@ def test_a_file_changed_in_the_working_tree_is_checked_as_git_will_store_it() ->
     # The committed template (unchanged in a clean checkout) is read as it is, not filtered.
     if not _differs_from_head(executor.TEMPLATE_PATH):
         assert as_git_stores_it(executor.TEMPLATE_PATH) == nbformat.read(executor.TEMPLATE_PATH, as_version=4)
+
+
+def test_the_bootstrap_names_the_remedy_when_the_toolkit_is_not_installed(tmp_path: Path) -> None:
+    """A kernel without the toolkit (notebook 00 not run yet) fails on the import line, and the
+    traceback shows that line, whose comment says what to do."""
+    script = tmp_path / "bootstrap.py"
+    script.write_text(notebook.bootstrap_source("05") + "\n")
+    # -I: no PYTHONPATH, no user site; -S: no site-packages, so no editable install either.
+    done = subprocess.run([sys.executable, "-I", "-S", str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "ModuleNotFoundError" in done.stderr
+    assert "Run notebook 00" in done.stderr

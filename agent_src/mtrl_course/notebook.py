@@ -292,7 +292,7 @@ def bootstrap_source(nn: str) -> str:
     return "\n".join(
         [
             "# Bootstrap: the course toolkit (installed by `make` or notebook 00); offline unless MTRL_MODE=live.",
-            "from mtrl_course import notebook",
+            "from mtrl_course import notebook  # No module named 'mtrl_course'? Run notebook 00 (or `make lab`) first.",
             f'nb = notebook.setup("{nn}")',
         ]
     )
