@@ -76,7 +76,13 @@ class CredentialProviderModel:
     """A MODEL of the container's credential endpoint, not AWS's: it resolves at most `capacity`
     requests at once, each taking `latency_s`; a caller that waits longer than `timeout_s` for a
     slot fails (credential starvation). `rotate()` issues new keys and revokes the old ones at the
-    emulator, as a role's credentials rotating mid-run would. Counts every resolution."""
+    emulator, as a role's credentials rotating mid-run would. Counts every resolution.
+
+    The numbers are chosen, not AWS's (the container endpoint's limits are not published): 4 slots
+    so that the walkthrough's 32 concurrent signers must queue, 10 ms a resolution, and a 150 ms
+    limit above the unloaded queue (32 / 4 x 10 ms = 80 ms), so that a call starves only when the
+    machine delays the queue. Starvation therefore depends on load: notebook 10 says so beside
+    its re-run, which on an idle machine may show none."""
 
     emulator: JobRuntimeEmulator
     capacity: int = 4
