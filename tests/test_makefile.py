@@ -112,6 +112,10 @@ EXPERIMENT_RERUNS = {
     "reward_ablation.json": ("tests/test_reward_ablation.py", "test_one_cheap_arm_reruns_to_the_stored_numbers"),
     "failure_modes.json": ("tests/test_failure_lab.py", "test_one_cheap_configuration_reproduces_the_stored_steps"),
     "composite_rewards.json": ("tests/test_coding_trainer.py", "test_a_stored_run_reproduces_in_the_same_direction"),
+    "learner_grpo_outcome_only_long.json": (
+        "tests/test_learner_grpo_results.py",
+        "test_the_first_two_steps_of_seed_one_rerun",
+    ),
 }
 NOT_RERUN = {
     # The learner's GRPO runs (six to eleven minutes per seed each on the stage-6 base); no test
