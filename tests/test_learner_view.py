@@ -36,7 +36,6 @@ MAX_WORDS = 200
 LONG_CELLS_ALLOWED = {
     ("00", "## 1. What multi-turn RL trains"),
     ("00", "Three design choices from the walkthrough"),
-    ("09", "No training curve would show this"),
     ("11", "## 4. The sandbox: the child emits outputs"),
 }
 
