@@ -36,11 +36,6 @@ MAX_WORDS = 200
 LONG_CELLS_ALLOWED = {
     ("00", "## 1. What multi-turn RL trains"),
     ("00", "Three design choices from the walkthrough"),
-    ("06", "Two different measurements, on two different settings."),
-    ("07", "**Temperature.** In this run (the table above)"),
-    ("07", "The walkthrough's curve said 37%; at the settings it serves at"),
-    ("07", "In the walkthrough's run, train tokens are half of the total"),
-    ("09", "No training curve would show this"),
     ("11", "## 4. The sandbox: the child emits outputs"),
 }
 

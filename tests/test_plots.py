@@ -255,3 +255,52 @@ def test_training_band_stays_inside_the_reward_range_for_any_curve(means, std):
     lowest, highest = plots.wordle_reward_range()
     assert lowest - 1e-9 <= ys.min() and ys.max() <= highest + 1e-9
     plt.close("all")
+
+
+# --- notebook 10's stored runs ---------------------------------------------------------------------
+
+
+def _stats() -> dict[str, dict[str, float]]:
+    served = {0: 0.2, 1: 0.9, 2: 0.95, 3: 0.96}
+    stats = {f"checkpoint step {s}: served solve rate (T1)": {"mean": v, "sd": 0.01} for s, v in served.items()}
+    stats |= {f"checkpoint step {s}: served mean reward (T1)": {"mean": v - 0.5, "sd": 0.0} for s, v in served.items()}
+    stats |= {f"validation step {s}: pass@1 (T0)": {"mean": 0.1 * s, "sd": 0.02} for s in (0, 2)}
+    stats["tokens fresh: calls"] = {"mean": 1.0, "sd": 0.0}  # other statistics are ignored
+    return stats
+
+
+def test_checkpoint_series_table_and_settled_step():
+    series = plots.checkpoint_series(_stats())
+    assert list(series.index) == [0, 1, 2, 3] and np.isnan(series.loc[1, "validation"])
+    assert plots.settled_step(series["served"]) == 2  # 0.95 is within 2 points of the best, 0.96
+    table = plots.checkpoint_table(series)
+    assert list(table["step"]) == [0, 1, 2, 3]
+    assert table.loc[1, "served solve rate (T=1)"] == "0.900 ± 0.010" and table.loc[1, "validation (T=0)"] == ""
+    assert table.loc[2, "validation (T=0)"] == "0.200" and table.loc[3, "served mean reward (T=1)"] == "0.460"
+    fig = plots.checkpoint_curves(series)
+    assert "by step 2" in fig.axes[0].get_title() and fig.axes[0].get_ylabel() == "held-out solve rate"
+
+
+def test_plateau_runs_curves_and_the_check_against_the_stored_final_validation():
+    curve = lambda last: {"0": 0.0, "2": last}  # noqa: E731
+    run = lambda last: {plots.VAL_PASS_AT_1: curve(last), plots.TRAIN_REWARD_KEY: curve(1.0)}  # noqa: E731
+    plateau = {"seeds": [1], "per_seed": [{"group_16": run(0.5), "group_32": run(0.6), "curriculum": run(0.4)}]}
+    lessons = {
+        "per_seed": [
+            {
+                "seed": 1,
+                "default_run": {"val_pass_at_1": curve(0.55), "train_reward_mean": curve(1.1)},
+                "group_size": {"16": {"final_val": 0.5}, "32": {"final_val": 0.6}},
+                "curriculum": {"final_val": 0.4},
+            }
+        ]
+    }
+    runs = plots.plateau_runs(plateau, lessons)
+    assert list(runs) == ["group 8 (default)", "group 16", "group 32", "curriculum, group 8"]
+    assert plots.plateau_matches_lessons(runs, plateau, lessons)
+    lessons["per_seed"][0]["curriculum"]["final_val"] = 0.41
+    assert not plots.plateau_matches_lessons(runs, plateau, lessons)
+    fig = plots.plateau_curves(runs)
+    assert (
+        "1 seeds" in fig._suptitle.get_text() and [ax.get_ylabel() for ax in fig.axes][1] == "validation pass@1 (T=0)"
+    )

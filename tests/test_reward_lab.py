@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
+import matplotlib.pyplot as plt
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -170,3 +173,63 @@ def test_seed_spread():
     s = L.seed_spread([1.0, 2.0, 3.0])
     assert s["mean"] == 2.0 and s["sd"] == 1.0 and s["n"] == 3
     assert math.isnan(L.seed_spread([1.0])["sd"])
+
+
+def _lost(score: float) -> SimpleNamespace:
+    return SimpleNamespace(score=score, solved=False, guesses=["CRANE"] * R.MAX_GUESSES)
+
+
+def test_squash_comparison_counts_the_bound_and_the_pairs_each_squash_orders():
+    # One step, two prompts: "a" has two losses far below the clip (-300, -450) and a solve;
+    # "b" has two ordinary losses (-30, -60) and one tied with them in score (-60).
+    solve = SimpleNamespace(score=0.0, solved=True, guesses=["CRANE"])
+    games = [_lost(-300.0), _lost(-450.0), solve, _lost(-30.0), _lost(-60.0), _lost(-60.0)]
+    frame = L.squash_comparison(games, ["a"] * 3 + ["b"] * 3, per_step=6).set_index("squash")
+    course = frame.loc[L.COURSE_SQUASH]
+    assert course["lost games on the bound"] == pytest.approx(2 / 5)
+    assert course["on the bound, step 1"] == pytest.approx(2 / 5)
+    # Pairs: (-300, -450) in a; three in b, one of them tied: the clip orders 2 of 4, the raw score 3 of 4.
+    assert course["lost pairs ordered"] == "2 of 4" and course["pairs the raw score orders"] == "3 of 4"
+    doubled = frame.loc["clip(score / 300) (scale doubled)"]
+    assert doubled["lost games on the bound"] == pytest.approx(2 / 5) and doubled["lost pairs ordered"] == "2 of 4"
+    tanh = frame.loc["tanh(score / 150)"]
+    assert tanh["lost games on the bound"] == 0.0 and tanh["lost pairs ordered"] == "3 of 4"
+    with pytest.raises(ValueError, match="no lost games"):
+        L.squash_comparison([solve], ["a"], per_step=1)
+    with pytest.raises(ValueError, match="do not split"):
+        L.squash_comparison(games, ["a"] * 6, per_step=4)
+
+
+def test_every_squash_keeps_the_tier_guarantees():
+    for name, squash in L.SQUASHES.items():
+        assert all(abs(squash(x)) <= 1.0 for x in (-1e9, -151.0, 0.0, 151.0, 1e9)), name
+    table = L.squash_guarantees(max_examples=100)
+    assert list(table["squash"]) == list(L.SQUASHES) and set(table["guarantees broken"]) == {"0 of 3"}
+    broken = L.squash_guarantees({"unbounded": lambda score: score / R.SHAPING_SCALE}, max_examples=100)
+    assert broken.loc[0, "guarantees broken"] != "0 of 3"
+
+
+def test_generated_games_land_in_their_band_and_the_table_says_so():
+    played = L.random_call_games(200, seed=3)
+    assert len(played) == 200 and all(isinstance(game, WordleGame) for game, _ in played)
+    table = L.tier_check(played)
+    assert table["in band"].all() and set(table["outcome"]) >= {"lost", "no play", "solved on 1"}
+    assert (table["shaping score"].abs() > R.SHAPING_SCALE).any()  # the clip is exercised
+    assert L.tier_check(L.random_call_games(5, seed=3)).equals(L.tier_check(L.random_call_games(5, seed=3)))
+    assert L.tier_band(L.play_scripted("CRANE", ["SLATE", "CRANE"])) == pytest.approx((1.41, 1.49))
+
+
+def test_ablation_curves_draw_every_arm_and_the_rerun():
+    steps = [{"solve_rate": 0.1 * i, "guesses_per_solve": 4.0, "lost_rate": 1 - 0.1 * i} for i in (1, 2)]
+    arm = {"steps": steps, "train_reward_mean": [0.0, 0.5]}
+    results = {
+        "seeds": [1, 2],
+        "config": {"rewards": ["tiered", "legacy"]},
+        "per_seed": {"1": {"tiered": arm, "legacy": arm}, "2": {"tiered": arm, "legacy": arm}},
+    }
+    assert L.ablation_per_step(results, "tiered", "solve_rate").shape == (2, 2)
+    rerun = pd.DataFrame(steps).assign(step=[1, 2])
+    fig = L.ablation_curves(results, rerun=rerun, seed=1)
+    labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["tiered", "legacy", "re-run here (tiered, seed 1)"] and "2 seeds" in fig._suptitle.get_text()
+    plt.close(fig)

@@ -3,8 +3,8 @@
 The browser test serves the built site on 127.0.0.1 and drives Debian's chromium through
 playwright: every page renders, every image loads, every internal link points at a file of the
 site, and no request leaves the machine (each non-loopback request is aborted and fails the test).
-On every page it also reads the layout at 1280x900: no table or output is wider than what shows
-of it without a visible cue, no output breaks a word in the middle (JupyterLab's `break-all` did:
+On every page it also reads the layout at 1280x900: no table, output or code cell is wider than
+what shows of it without a visible cue, no output breaks a word in the middle (JupyterLab's `break-all` did:
 "packa ge"), and every figure drawn narrower than its size enlarges on click. The site is then
 read the way the README opens it, from disk (file://): search answers, and the 404 page is styled
 with working links. Screenshots of the home page and notebooks 05, 07 and 11 go to
@@ -52,7 +52,7 @@ LAYOUT_CHECK = r"""
     const cue = anchor.previousElementSibling;
     return box.hasAttribute("data-overflows") && !!cue && cue.classList.contains("mtrl-scroll-cue") && cue.offsetHeight > 0;
   };
-  const items = article.querySelectorAll("table, .jp-OutputArea-output pre");
+  const items = article.querySelectorAll("table, .jp-OutputArea-output pre, .highlight-ipynb pre");
   for (const item of items) {
     let clipped = false;
     for (let box = item.parentElement; box && box !== article.parentElement; box = box.parentElement) {
@@ -387,15 +387,38 @@ def test_the_layout_check_catches_hidden_columns_broken_words_and_small_figures(
         f"<div style='overflow-x: auto'><table>{wide}</table></div>"
         '<div class="jp-OutputArea-output" style="width: 200px"><pre style="word-break: break-all; white-space: pre-wrap">'
         "a package of words that wrap anywhere in the middle</pre></div>"
+        '<div class="highlight-ipynb" style="overflow: auto; width: 200px"><pre>'
+        "print(a_code_line_much_longer_than_its_column(with_arguments, that_scroll_sideways))</pre></div>"
         f'<img src="{figure}" style="width: 400px"></article></body></html>'
     )
     with _serve(tmp_path) as base_url:
         _, problems = browse(tmp_path, base_url, ["bad.html"])
     assert any("hidden overflow" in p for p in problems), problems
     assert any("scrolls sideways without a cue" in p for p in problems), problems
+    assert any("without a cue" in p and "a_code_line_much_longer" in p for p in problems), problems
     assert any("word-break break-all" in p for p in problems), problems
     assert any("broken mid-word" in p for p in problems), problems
     assert any("cannot be enlarged" in p for p in problems), problems
+
+
+@pytest.mark.slow
+def test_a_code_cell_wider_than_the_column_shows_the_cue(built_site: Path, served_site: str) -> None:
+    # Notebook 07 has code lines of over 100 characters: at 1280x900 they scroll sideways.
+    with _chromium_page() as opened:
+        page = opened.page
+        page.goto(served_site + "notebooks/07_evaluate_at_serving_settings.html", wait_until="load")
+        page.wait_for_load_state("networkidle")
+        cells = page.eval_on_selector_all(
+            "article .highlight-ipynb",
+            """boxes => boxes.filter(b => b.scrollWidth > b.clientWidth + 1).map(b => {
+                const cue = b.previousElementSibling;
+                return {cued: b.hasAttribute("data-overflows") && !!cue && cue.classList.contains("mtrl-scroll-cue")
+                              && cue.offsetHeight > 0,
+                        scrolls: getComputedStyle(b).overflowX};
+            })""",
+        )
+        assert cells, "no code cell of notebook 07 is wider than the column at 1280x900"
+        assert all(cell["cued"] and cell["scrolls"] == "scroll" for cell in cells), cells
 
 
 @pytest.mark.slow

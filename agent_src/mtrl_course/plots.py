@@ -10,10 +10,11 @@ yours). No randomness and no dates, so the same data gives the same PNG bytes.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -505,3 +506,134 @@ def _label_change(ax: Any, x: float, top: float, row: Any, *, fontsize: int) -> 
         ha="center",
         fontsize=fontsize,
     )
+
+
+# --- Notebook 10: the stored plateau runs and checkpoints (experiments/results/*.json) ------------
+
+PLATEAU_RUNS = (("group_16", "group 16"), ("group_32", "group 32"), ("curriculum", "curriculum, group 8"))
+PLATEAU_COLOURS = ("black", "tab:blue", "tab:purple", "tab:olive")
+TRAIN_REWARD_KEY = "rollout/reward/mean"
+
+
+def plateau_runs(plateau: Mapping[str, Any], lessons: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Per run label, one curve record per seed (step -> value, keyed by metric name).
+
+    `plateau` is failure_modes.json's "plateau" part (group 16, 32 and the curriculum with
+    validation every two steps); the default run's curves come from standin_lessons.json.
+    """
+    runs = {
+        "group 8 (default)": [
+            {VAL_PASS_AT_1: s["default_run"]["val_pass_at_1"], TRAIN_REWARD_KEY: s["default_run"]["train_reward_mean"]}
+            for s in lessons["per_seed"]
+            if s["seed"] in plateau["seeds"]
+        ]
+    }
+    for name, label in PLATEAU_RUNS:
+        runs[label] = [s[name] for s in plateau["per_seed"]]
+    return runs
+
+
+def plateau_curves(runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> Figure:
+    """Training reward and T=0 validation per run: mean over seeds, band = their range."""
+    seeds = len(next(iter(runs.values())))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
+    panels = [(TRAIN_REWARD_KEY, "training reward (mean)"), (VAL_PASS_AT_1, "validation pass@1 (T=0)")]
+    for ax, (key, label) in zip(axes, panels):
+        for (name, per_seed), color in zip(runs.items(), PLATEAU_COLOURS):
+            steps = sorted(int(k) for k in per_seed[0][key])
+            curves = np.array([[s[key][str(t)] for t in steps] for s in per_seed])
+            ax.plot(steps, curves.mean(axis=0), marker="o", ms=3, color=color, label=name)
+            ax.fill_between(steps, curves.min(axis=0), curves.max(axis=0), color=color, alpha=0.12)
+        ax.set_xlabel("training step")
+        ax.set_ylabel(label)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(
+        f"Stand-in, {seeds} seeds (mean, band = range): at an equal episode budget the curves overlap", fontsize=10
+    )
+    fig.tight_layout()
+    return fig
+
+
+def plateau_matches_lessons(
+    runs: Mapping[str, Sequence[Mapping[str, Any]]], plateau: Mapping[str, Any], lessons: Mapping[str, Any]
+) -> bool:
+    """Whether each re-run's last validation equals standin_lessons' stored final validation.
+
+    Validation does not change what a run trains, so the two must agree to the last bit (both
+    were written on the recording machine).
+    """
+    stored = {("group 16", s["seed"]): s["group_size"]["16"]["final_val"] for s in lessons["per_seed"]}
+    stored |= {("group 32", s["seed"]): s["group_size"]["32"]["final_val"] for s in lessons["per_seed"]}
+    stored |= {("curriculum, group 8", s["seed"]): s["curriculum"]["final_val"] for s in lessons["per_seed"]}
+    return all(
+        abs(run[VAL_PASS_AT_1][str(max(int(k) for k in run[VAL_PASS_AT_1]))] - stored[(label, seed)]) < 1e-9
+        for _, label in PLATEAU_RUNS
+        for seed, run in zip(plateau["seeds"], runs[label])
+    )
+
+
+def checkpoint_series(stats: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
+    """Per step (index): each checkpoint served at T=1 (solve rate mean and sd, mean reward) and
+    the run's own T=0 validation (mean and sd), from failure_modes.json's statistics; NaN where a
+    step has no such measurement."""
+    served = sorted(
+        int(k.split()[2].rstrip(":"))
+        for k in stats
+        if k.startswith("checkpoint step") and k.endswith("solve rate (T1)")
+    )
+    validated = sorted(int(k.split()[2].rstrip(":")) for k in stats if k.startswith("validation step"))
+    columns = {
+        "served": {s: stats[f"checkpoint step {s}: served solve rate (T1)"]["mean"] for s in served},
+        "served_sd": {s: stats[f"checkpoint step {s}: served solve rate (T1)"]["sd"] for s in served},
+        "served_reward": {s: stats[f"checkpoint step {s}: served mean reward (T1)"]["mean"] for s in served},
+        "validation": {s: stats[f"validation step {s}: pass@1 (T0)"]["mean"] for s in validated},
+        "validation_sd": {s: stats[f"validation step {s}: pass@1 (T0)"]["sd"] for s in validated},
+    }
+    frame = pd.DataFrame({name: pd.Series(values, dtype=float) for name, values in columns.items()}).sort_index()
+    frame.index.name = "step"
+    return frame
+
+
+def settled_step(served: pd.Series, within: float = 0.02) -> int:
+    """The first step whose served solve rate is within `within` of the best one."""
+    served = served.dropna()
+    return int(served.index[(served >= served.max() - within).to_numpy().argmax()])
+
+
+def checkpoint_curves(series: pd.DataFrame) -> Figure:
+    """Checkpoints served at T=1 beside the run's T=0 validation (error bars: sd over seeds)."""
+    served, validation = series[["served", "served_sd"]].dropna(), series[["validation", "validation_sd"]].dropna()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.errorbar(
+        list(served.index), served["served"], yerr=served["served_sd"], marker="o", capsize=3,
+        label="checkpoint served at T=1, effort low",
+    )  # fmt: skip
+    ax.errorbar(
+        list(validation.index), validation["validation"], yerr=validation["validation_sd"], marker="s", capsize=3,
+        label="the run's validation, T=0",
+    )  # fmt: skip
+    ax.set_xlabel("training step")
+    ax.set_ylabel("held-out solve rate")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(
+        f"Stand-in: served at T=1 it is within 2 points of its best by step {settled_step(series['served'])}; "
+        "T=0 validation keeps rising",
+        fontsize=10,
+    )
+    ax.legend(fontsize=8)
+    return fig
+
+
+def checkpoint_table(series: pd.DataFrame) -> pd.DataFrame:
+    """One row per served checkpoint: solve rate (mean ± sd), mean reward, and the validation
+    where that step has one (empty otherwise)."""
+    rows = [
+        {
+            "step": int(step),
+            "served solve rate (T=1)": f"{row['served']:.3f} ± {row['served_sd']:.3f}",
+            "served mean reward (T=1)": f"{row['served_reward']:.3f}",
+            "validation (T=0)": "" if math.isnan(row["validation"]) else f"{row['validation']:.3f}",
+        }
+        for step, row in series.dropna(subset=["served"]).iterrows()
+    ]
+    return pd.DataFrame(rows)

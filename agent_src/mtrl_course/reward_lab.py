@@ -14,7 +14,9 @@ number it did not compute. The pieces:
   knowledge state (what happens to a letter's extra copies once one copy is green), so the course
   rule can be checked against the game and the walkthrough sample's rule compared with it.
 - Property checks: hypothesis searches for a game outcome that breaks a tier guarantee.
-- Training summaries: per-step behaviour of the games a training run played.
+- Other squashes for the shaping term (a larger scale, tanh), measured on a run's lost games.
+- Training summaries: per-step behaviour of the games a training run played, and the stored
+  ablation's curves.
 
 The agent never imports this module; it only reads the agent's game and reward.
 """
@@ -23,14 +25,16 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 from wordle_agent import reward as R
-from wordle_agent.game import MAX_GUESSES, WordleGame, score_guess
+from wordle_agent.game import MAX_GUESSES, MAX_TOOL_CALLS, WordleGame, score_guess
 from wordle_agent.words import ALLOWED, ANSWERS, ENTROPY
 
 from mtrl_course.feedback_arrays import encode
@@ -497,6 +501,177 @@ def find_violation(reward: Reward, guarantee: str, max_examples: int = 200) -> t
         return None
 
 
+# --- The tier guarantee on generated games (what tests/test_reward.py checks with hypothesis) -----
+
+# Arguments a policy could send that are not five letters: each uses no guess and costs
+# MALFORMED_PENALTY, so a game full of them drives the shaping score far below the clip.
+MALFORMED_ARGUMENTS: tuple[object, ...] = ("", "hi", None, 42, "CRAN3", "CRANES")
+_CALL_KINDS = ("allowed word", "the answer", "random letters", "malformed", "repeat")
+
+
+def tier_band(game: Any) -> tuple[float, float]:
+    """The reward range a finished game's outcome allows, whatever its shaping score."""
+    n = _played(game)
+    if n == 0:
+        return (R.NO_PLAY_REWARD, R.NO_PLAY_REWARD)
+    if game.solved:
+        tier = R.SOLVE_BASE + R.SPEED_BONUS * (MAX_GUESSES - n) / (MAX_GUESSES - 1)
+        return (tier - R.SOLVED_SHAPING_WEIGHT, tier + R.SOLVED_SHAPING_WEIGHT)
+    return (R.LOSS_REWARD - R.LOST_SHAPING_WEIGHT, R.LOSS_REWARD + R.LOST_SHAPING_WEIGHT)
+
+
+def random_call_games(n: int, seed: int = 0) -> list[tuple[WordleGame, list[object]]]:
+    """`n` games played from random tool calls, each with its calls: allowed words, the answer,
+    random letters (mostly not words), malformed arguments and repeats of an earlier call, some
+    sent as raw text, until the game is over or the calls run out (up to three past the
+    tool-call limit). The same kinds of call as the hypothesis strategy in tests/test_reward.py,
+    drawn with a seeded generator instead."""
+    rng = np.random.default_rng(seed)
+    allowed = sorted(ALLOWED)
+    letters = np.array(list("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+    out = []
+    for _ in range(n):
+        answer = str(rng.choice(ANSWERS))
+        game = WordleGame(answer)
+        calls: list[object] = []
+        for _ in range(int(rng.integers(0, MAX_TOOL_CALLS + 4))):
+            if game.over:
+                break
+            kind = _CALL_KINDS[int(rng.integers(len(_CALL_KINDS)))]
+            if kind == "allowed word":
+                call: object = allowed[int(rng.integers(len(allowed)))]
+            elif kind == "the answer":
+                call = answer
+            elif kind == "random letters":
+                call = "".join(rng.choice(letters, 5))
+            elif kind == "malformed":
+                call = MALFORMED_ARGUMENTS[int(rng.integers(len(MALFORMED_ARGUMENTS)))]
+            elif calls:
+                call = calls[int(rng.integers(len(calls)))]
+            else:
+                continue
+            calls.append(call)
+            (game.guess_from_text if rng.random() < 0.2 else game.guess)(call)
+        out.append((game, calls))
+    return out
+
+
+def tier_check(games: Iterable[tuple[WordleGame, Sequence[object]]]) -> pd.DataFrame:
+    """Per game: its calls, outcome, shaping score, reward and the band its outcome allows."""
+    rows = []
+    for game, calls in games:
+        low, high = tier_band(game)
+        reward = game.final_reward()
+        rows.append(
+            {
+                "answer": game.answer,
+                "calls": " ".join(repr(c) if not isinstance(c, str) or len(c) != 5 else c for c in calls) or "(none)",
+                "outcome": outcome_label(game),
+                "shaping score": round(game.score, 1),
+                "reward": round(reward, 3),
+                "band": f"{low:+.2f} to {high:+.2f}",
+                "in band": low - 1e-12 <= reward <= high + 1e-12,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# --- Other squashes for the shaping term (analysis only; the agent's reward stays as it is) -------
+
+# How the running score could enter the reward instead of clip(score / 150, -1, 1). Every variant
+# stays within [-1, 1], which is all the tier guarantees need (`squash_guarantees` searches them).
+# A hard clip at a larger scale saturates later; tanh never saturates exactly, but it compresses:
+# tanh(3) and tanh(4) differ by 0.004, so scores far out are told apart only by very small amounts.
+COURSE_SQUASH = "clip(score / 150) (the course)"
+DOUBLED_SQUASH = "clip(score / 300) (scale doubled)"
+SQUASHES: dict[str, Callable[[float], float]] = {
+    COURSE_SQUASH: R.clipped_shaping,
+    DOUBLED_SQUASH: lambda score: max(-1.0, min(1.0, score / (2 * R.SHAPING_SCALE))),
+    "clip(score / 75) (scale halved)": lambda score: max(-1.0, min(1.0, score / (R.SHAPING_SCALE / 2))),
+    "tanh(score / 150)": lambda score: math.tanh(score / R.SHAPING_SCALE),
+    "tanh(score / 300)": lambda score: math.tanh(score / (2 * R.SHAPING_SCALE)),
+}
+# "Near the bound": within this much of +-1, where a squash no longer tells scores apart by much.
+NEAR_BOUND = 0.05
+
+
+def squashed_reward(squash: Callable[[float], float]) -> Reward:
+    """The course's reward with `squash` in place of the clip: same tiers, same weights."""
+
+    def reward(solved: bool, n_guesses: int, score: float) -> float:
+        if not 0 <= n_guesses <= MAX_GUESSES:
+            raise ValueError(f"n_guesses must be between 0 and {MAX_GUESSES}; got {n_guesses!r}")
+        if n_guesses == 0:
+            return R.NO_PLAY_REWARD
+        if solved:
+            speed = R.SPEED_BONUS * (MAX_GUESSES - n_guesses) / (MAX_GUESSES - 1)
+            return R.SOLVE_BASE + speed + R.SOLVED_SHAPING_WEIGHT * squash(score)
+        return R.LOSS_REWARD + R.LOST_SHAPING_WEIGHT * squash(score)
+
+    return reward
+
+
+def squash_guarantees(
+    squashes: Mapping[str, Callable[[float], float]] | None = None, max_examples: int = 200
+) -> pd.DataFrame:
+    """Per squash, how many of the tier guarantees hypothesis could break (0 means all held)."""
+    rows = []
+    for name, squash in (squashes or SQUASHES).items():
+        broken = [g for g in GUARANTEES if find_violation(squashed_reward(squash), g, max_examples) is not None]
+        rows.append({"squash": name, "guarantees broken": f"{len(broken)} of {len(GUARANTEES)}"})
+    return pd.DataFrame(rows)
+
+
+def squash_comparison(
+    games: Sequence[Any],
+    task_ids: Sequence[str],
+    per_step: int,
+    squashes: Mapping[str, Callable[[float], float]] | None = None,
+    tol: float = 1e-9,
+) -> pd.DataFrame:
+    """What each squash does to the lost games of a training run, in the order they finished.
+
+    Per squash: the share of lost games whose squashed shaping sits on the bound (|s| = 1) and
+    within NEAR_BOUND of it, the same at step 1, and how many within-group pairs of lost games
+    (games of one prompt in one step) get different rewards, i.e. are still ordered by the
+    shaping term, with the median reward gap between the two games of a pair (a squash that
+    compresses, like tanh far out, orders a pair by a tiny amount). Pairs whose raw scores tie
+    cannot be ordered by any squash; the last column counts those the raw score itself orders,
+    the most any squash could.
+    """
+    if len(games) != len(task_ids) or per_step < 1 or len(games) % per_step:
+        raise ValueError(f"{len(games)} games and {len(task_ids)} task ids do not split into steps of {per_step}")
+    lost = [
+        (i // per_step + 1, tid, g) for i, (tid, g) in enumerate(zip(task_ids, games)) if _played(g) and not g.solved
+    ]
+    if not lost:
+        raise ValueError("squash_comparison found no lost games to compare")
+    groups: dict[tuple[int, str], list[float]] = defaultdict(list)
+    for step, tid, game in lost:
+        groups[(step, tid)].append(game.score)
+    pairs = [(a, b) for scores in groups.values() for i, a in enumerate(scores) for b in scores[i + 1 :]]
+    raw_ordered = sum(abs(a - b) > tol for a, b in pairs)
+    first = [g.score for step, _, g in lost if step == 1]
+    rows = []
+    for name, squash in (squashes or SQUASHES).items():
+        reward = squashed_reward(squash)
+        values = np.array([squash(g.score) for _, _, g in lost])
+        at_first = np.array([squash(score) for score in first])
+        gaps = np.array([abs(reward(False, MAX_GUESSES, a) - reward(False, MAX_GUESSES, b)) for a, b in pairs])
+        rows.append(
+            {
+                "squash": name,
+                "lost games on the bound": float(np.mean(np.abs(values) >= 1.0)),
+                f"within {NEAR_BOUND} of it": float(np.mean(np.abs(values) >= 1.0 - NEAR_BOUND)),
+                "on the bound, step 1": float(np.mean(np.abs(at_first) >= 1.0)) if len(first) else math.nan,
+                "lost pairs ordered": f"{int((gaps > tol).sum())} of {len(pairs)}",
+                "median gap (reward)": float(np.median(gaps)) if len(gaps) else math.nan,
+                "pairs the raw score orders": f"{raw_ordered} of {len(pairs)}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 # --- What a training run's games show, step by step ------------------------------------------------
 
 
@@ -542,3 +717,43 @@ def seed_spread(values: Sequence[float]) -> dict[str, float]:
     array = np.asarray(values, dtype=float)
     sd = float(array.std(ddof=1)) if len(array) > 1 else math.nan
     return {"mean": float(array.mean()), "sd": sd, "n": int(len(array))}
+
+
+ABLATION_PANELS = (
+    ("solve_rate", "solve rate (training games)"),
+    ("guesses_per_solve", "guesses per solve (training games)"),
+    ("lost_rate", "lost-game rate (training games)"),
+)
+
+
+def ablation_per_step(results: Mapping[str, Any], reward_name: str, key: str) -> np.ndarray:
+    """One statistic of one arm of the stored ablation, as a (seeds x steps) array."""
+    per_seed = results["per_seed"]
+    return np.array([[row[key] for row in per_seed[s][reward_name]["steps"]] for s in per_seed])
+
+
+def ablation_curves(results: Mapping[str, Any], rerun: pd.DataFrame | None = None, seed: int | None = None) -> Figure:
+    """The stored ablation's arms step by step (mean ± sd over seeds), one panel per statistic of
+    the training games, the last panel each arm's own reward; `rerun` (step statistics re-run
+    in the notebook, with `seed`) is drawn as dots on the solve-rate panel."""
+    rewards = results["config"]["rewards"]
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
+    for reward_name in rewards:
+        own = np.array([results["per_seed"][s][reward_name]["train_reward_mean"] for s in results["per_seed"]])
+        axes[3].plot(np.arange(1, own.shape[1] + 1), own.mean(axis=0), label=reward_name)
+    axes[3].set_xlabel("training step")
+    axes[3].set_ylabel("rollout/reward/mean (each arm's own reward)")
+    for ax, (key, label) in zip(axes, ABLATION_PANELS):
+        for reward_name in rewards:
+            values = ablation_per_step(results, reward_name, key)
+            steps = np.arange(1, values.shape[1] + 1)
+            mean, sd = np.nanmean(values, axis=0), np.nanstd(values, axis=0, ddof=1)
+            ax.plot(steps, mean, label=reward_name)
+            ax.fill_between(steps, mean - sd, mean + sd, alpha=0.2)
+        ax.set_xlabel("training step")
+        ax.set_ylabel(label)
+    if rerun is not None:
+        axes[0].plot(rerun["step"], rerun["solve_rate"], "k.", label=f"re-run here (tiered, seed {seed})")
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"Stand-in trained on each reward ({len(results['seeds'])} seeds, mean ± sd)")
+    return fig

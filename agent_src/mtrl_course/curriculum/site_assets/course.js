@@ -1,9 +1,11 @@
-// The course site's behaviour (`make site`): a cue above whatever still scrolls sideways, and
-// click-to-enlarge for figures drawn wider than the column. No request leaves the page.
+// The course site's behaviour (`make site`): a cue above whatever still scrolls sideways (tables,
+// outputs and code cells whose lines are longer than the column), and click-to-enlarge for
+// figures drawn wider than the column. No request leaves the page.
 (function () {
   "use strict";
 
-  var SCROLLERS = ".jp-OutputArea-output, .md-typeset__scrollwrap, .md-typeset table:not([class]), .jp-RenderedText pre";
+  // .highlight-ipynb is a code cell's input (mkdocs-jupyter scrolls it with overflow: auto).
+  var SCROLLERS = ".jp-OutputArea-output, .md-typeset__scrollwrap, .md-typeset table:not([class]), .jp-RenderedText pre, .highlight-ipynb";
   var CUE = "Wider than the column: scroll sideways for the rest \u2192";
 
   function markOverflow() {
