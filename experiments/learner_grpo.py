@@ -19,8 +19,9 @@ in-process player (`--eval-path batch`).
 their binomial standard errors (128 words), the gain, and across seeds the mean gain and its
 standard error. Each file holds its command, commit and start time.
 
-Stored results on the stage-6 base (17.2% at T=1 low in its own provenance), 20 steps, 6-11
-minutes a seed on a shared two-core machine:
+Stored results on the stage-6 base (17.2% at T=1 low in its own provenance); unless said
+otherwise 20 steps through the runner, 6-11 minutes a seed on a shared two-core machine, where
+the real agent's rollouts take about 80% of each step (12-24 s of 15-29 s; the update 2-5 s):
 - `learner_grpo.json`, the course's tiered reward: every seed collapses. T=1 low 21.1% -> 1.6%
   (gain -19.5 +- 1.8 points, SE over 3 seeds), greedy 32.8% -> 2.9%. The adapters learn to end
   games early (sampled tokens per game 43 -> 22, tool-call share of turns 0.93 -> 0.65), and the
@@ -35,8 +36,23 @@ minutes a seed on a shared two-core machine:
   --max-epochs 2`, one process per seed, combined): still no gain. T=1 low 21.1% -> 22.7%
   (+1.6 +- 2.1 points; +4.7, +2.3, -2.3 by seed), greedy 32.8% -> 29.4%; the greedy
   validation curve stayed between 24% and 35% for all 40 steps.
+- `learner_grpo_outcome_only_long.json`, outcome-only for 160 steps (8 epochs of the 640 words,
+  41,000 games a seed) with `--trainer batch` (the same GRPO on the batched player; see
+  `train_batch`), evaluated over 4 seeds (512 games per setting), one process per seed, combined
+  with `--combine`; 28-31 minutes a seed on the shared machine:
+      python experiments/learner_grpo.py --trainer batch --seeds N --reward outcome_only \
+          --max-steps 160 --max-epochs 8 --eval-path batch --eval-seeds 4 --out <one file per seed>
+  A gain, small: T=1 low 17.6% -> 23.2% (+5.6 +- 1.1 points; +6.2, +3.5, +7.0 by seed), while
+  the solve rate on the training words, sampled at T=1 during training, went from about 26% to
+  50% (means over steps 1-20 and 141-160). Greedy fell (32.8% -> 27.6%, -5.2 +- 1.8) and so did
+  medium effort, never trained (18.5% -> 14.1%, -4.4 +- 1.1); the greedy validation curve stayed
+  between 22% and 36% for all 160 steps. The held-out words gain a quarter of what the training
+  words gain, whose prompts repeat every 20 steps. Whether that gap is memorisation of the 640
+  answers is not settled: an exploratory single-seed run (not stored, 40 steps, 128-word
+  evaluations) gained about as much on 128 answers outside both sets (16% -> 31%) as on training
+  words (22% -> 40%), and less on the validation words (16% -> 23%, two evaluation seeds).
 - The base's own T=1 low rate moved between 18.8% and 24.2% with the evaluation seed alone: one
-  128-word evaluation has a standard error of about 3.6 points.
+  128-word evaluation has a standard error of about 3.6 points (hence `--eval-seeds`).
 - Earlier bases: `learner_grpo_stage2_base.json`, `..._stage3_base.json` and
   `..._stage4_base.json`, all nulls or losses (those bases solved about 1% at T=1, so almost no
   group held a solve), measured with `LR_SCALE` 300.

@@ -40,16 +40,18 @@ One training step of the local MTRL service with the learner as the policy:
 5. Adam (`learner.optim.AdamW`, the service's beta1, beta2, eps and gradient-norm clip) takes
    one step on the adapter's A and B matrices; the base never changes. Its step size is the
    job's `learning_rate` times `LR_SCALE`: the service's rates (up to 1e-2; its documented
-   default 4e-5) are meant for the LoRA of a 20-billion-parameter model; on this 128-wide model, Adam steps of 3e-4 (job rate
-   1e-6 at the former scale of 300) left the held-out solve rate unchanged over ten steps (exploratory,
-   not stored).
+   default 4e-5) are meant for the LoRA of a 20-billion-parameter model; on this 128-wide model,
+   Adam steps of 3e-4 (job rate 1e-6 at the former scale of 300) left the held-out solve rate
+   unchanged over ten steps (exploratory, not stored).
    `LR_SCALE` is a choice for the lesson, not a finding about any real model: at 100, the course's
-   default job rate (1e-5, `mtrl_course.training`) takes Adam steps of 1e-3 on the adapter.
-   At 3e-3 (the scale of 300 used before), an exploratory run (not stored) collapsed the stage-5
-   base to 0% within 10 steps even with the outcome-only reward: one step moved a game's
-   log-probability by several nats. The stored runs at 1e-3 on the committed base
-   (`experiments/results/learner_grpo*.json`) do not collapse with the outcome-only reward, and do
-   not gain either; the tiered reward collapses them (see experiments/learner_grpo.py).
+   offline job rate (1e-5, `service_spec.OFFLINE_OVERRIDES`) takes Adam steps of 1e-3 on the
+   adapter. At 3e-3 (the scale of 300 used before), an exploratory run (not stored) collapsed the
+   stage-5 base to 0% within 10 steps even with the outcome-only reward: one step moved a game's
+   log-probability by several nats; at 2e-3 on the committed base, another (not stored) left
+   held-out play no better after 80 steps while its replies grew longer. The stored runs at 1e-3
+   on the committed base (`experiments/results/learner_grpo*.json`) do not collapse with the
+   outcome-only reward; over 20 or 40 steps they gain nothing measurable, over 160 steps about 6
+   points at T=1 low; the tiered reward collapses them (see experiments/learner_grpo.py).
 """
 
 from __future__ import annotations
