@@ -22,9 +22,9 @@ The word is not picked by hand: `choose_group` scans the training words in file 
 seed and takes the first group that holds both a solved and an unsolved game.
 
 Offline-only teaching, in either mode: it calls no AWS service. The live service does the same
-arithmetic on gpt-oss-20b. This learner does not show that a run improves (its stored multi-step
-runs show no held-out gain, and collapse with the course's tiered reward: experiments/learner_grpo.py),
-only what one update is.
+arithmetic on gpt-oss-20b. This module shows what one update is, not whether a run improves: the
+learner's stored multi-step runs (experiments/learner_grpo.py) collapse with the course's tiered
+reward and, with the outcome-only reward, gain about 6 held-out points in 160 steps.
 """
 
 from __future__ import annotations
