@@ -358,7 +358,9 @@ def test_open_run_and_save_in_jupyterlab_keeps_make_test_green(
             client.put(
                 f"/api/contents/{api_path}", json={"type": "notebook", "format": "json", "content": opened}
             ).raise_for_status()
-            assert (root / api_path).read_bytes() == other.read_bytes(), f"saving {other.name} in JupyterLab changed it"
+            # A bool, not the two files: pytest's diff of two large byte strings takes minutes.
+            unchanged = (root / api_path).read_bytes() == other.read_bytes()
+            assert unchanged, f"saving {other.name} in JupyterLab changed it"
 
     saved_text = (root / path).read_text(encoding="utf-8")
     # The kernel reported its version and the session's kernelspec was written back; the pre-save

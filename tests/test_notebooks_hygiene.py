@@ -204,6 +204,21 @@ def test_notebook_hygiene(path: Path) -> None:
     assert not problems, f"{path.name}:\n  " + "\n  ".join(problems)
 
 
+@pytest.mark.parametrize("path", NOTEBOOK_FILES, ids=_id)
+def test_notebook_is_stored_as_nbformat_writes_it(path: Path) -> None:
+    """JupyterLab and the executor both save through nbformat. A file stored in another layout (an
+    edit written with json.dump, say) changes on its first save in JupyterLab, which
+    tests/test_lab.py then reports, minutes later; this says so at once."""
+    text = path.read_text(encoding="utf-8")
+    if _differs_from_head(path):
+        text = nbfilter.clean_text(text)
+    canonical = nbformat.writes(nbformat.reads(text, as_version=4)) + "\n"
+    assert text == canonical, (
+        f"{path.name} is not stored as nbformat writes it: run it with `mtrl notebooks run` or write it "
+        "with nbformat.write"
+    )
+
+
 # ------------------------------------------------------------- each check catches its breakage
 @pytest.fixture()
 def template() -> Any:
