@@ -48,14 +48,16 @@ LAYOUT_CHECK = r"""
   const articleRight = article.getBoundingClientRect().right;
   const label = (el) => (el.innerText || "").replace(/\s+/g, " ").trim().slice(0, 50);
   const hasCue = (box) => {
-    const anchor = box.closest(".jp-OutputArea-child") || box;
+    const anchor = box.closest(".jp-OutputArea-child") || (box.matches("pre > code") ? box.parentElement : box);
     const cue = anchor.previousElementSibling;
     return box.hasAttribute("data-overflows") && !!cue && cue.classList.contains("mtrl-scroll-cue") && cue.offsetHeight > 0;
   };
-  const items = article.querySelectorAll("table, .jp-OutputArea-output pre, .highlight-ipynb pre");
+  // A markdown code block (pre > code) may scroll on the code element itself, so the search for
+  // the scrolling box starts at the item.
+  const items = article.querySelectorAll("table, .jp-OutputArea-output pre, .highlight-ipynb pre, pre > code");
   for (const item of items) {
     let clipped = false;
-    for (let box = item.parentElement; box && box !== article.parentElement; box = box.parentElement) {
+    for (let box = item; box && box !== article.parentElement; box = box.parentElement) {
       if (box.scrollWidth <= box.clientWidth + 1) continue;
       const overflow = getComputedStyle(box).overflowX;
       if (overflow === "hidden" || overflow === "clip") {
@@ -389,6 +391,8 @@ def test_the_layout_check_catches_hidden_columns_broken_words_and_small_figures(
         "a package of words that wrap anywhere in the middle</pre></div>"
         '<div class="highlight-ipynb" style="overflow: auto; width: 200px"><pre>'
         "print(a_code_line_much_longer_than_its_column(with_arguments, that_scroll_sideways))</pre></div>"
+        '<div class="highlight"><pre><code style="display: block; overflow: auto; width: 200px">'
+        "make a_markdown_code_block_much_longer_than_its_column  # that scrolls sideways</code></pre></div>"
         f'<img src="{figure}" style="width: 400px"></article></body></html>'
     )
     with _serve(tmp_path) as base_url:
@@ -396,6 +400,7 @@ def test_the_layout_check_catches_hidden_columns_broken_words_and_small_figures(
     assert any("hidden overflow" in p for p in problems), problems
     assert any("scrolls sideways without a cue" in p for p in problems), problems
     assert any("without a cue" in p and "a_code_line_much_longer" in p for p in problems), problems
+    assert any("without a cue" in p and "a_markdown_code_block" in p for p in problems), problems
     assert any("word-break break-all" in p for p in problems), problems
     assert any("broken mid-word" in p for p in problems), problems
     assert any("cannot be enlarged" in p for p in problems), problems

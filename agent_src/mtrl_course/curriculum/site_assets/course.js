@@ -4,15 +4,18 @@
 (function () {
   "use strict";
 
-  // .highlight-ipynb is a code cell's input (mkdocs-jupyter scrolls it with overflow: auto).
-  var SCROLLERS = ".jp-OutputArea-output, .md-typeset__scrollwrap, .md-typeset table:not([class]), .jp-RenderedText pre, .highlight-ipynb";
+  // .highlight-ipynb is a code cell's input (mkdocs-jupyter scrolls it with overflow: auto);
+  // "pre > code" is a code block written in markdown (the README, the docs), which the theme
+  // scrolls on the code element itself.
+  var SCROLLERS = ".jp-OutputArea-output, .md-typeset__scrollwrap, .md-typeset table:not([class]), .jp-RenderedText pre, .highlight-ipynb, pre > code";
   var CUE = "Wider than the column: scroll sideways for the rest \u2192";
 
   function markOverflow() {
     document.querySelectorAll("article " + SCROLLERS.split(", ").join(", article ")).forEach(function (box) {
       var overflows = box.scrollWidth > box.clientWidth + 1;
-      // Above the box, or above its output row (a flex row: a cue beside the box would squeeze it).
-      var anchor = box.closest(".jp-OutputArea-child") || box;
+      // Above the box, or above its output row (a flex row: a cue beside the box would squeeze it),
+      // or above the pre of a markdown code block (a cue inside the pre would scroll with it).
+      var anchor = box.closest(".jp-OutputArea-child") || (box.matches("pre > code") ? box.parentElement : box);
       var cue = anchor.previousElementSibling;
       var hasCue = cue && cue.classList.contains("mtrl-scroll-cue");
       if (overflows) {
