@@ -113,9 +113,13 @@ def check_generated_cells(nb: Any, nn: str) -> list[str]:
             found.append(f"one markdown cell tagged {tag!r} must be at position {position}; found {tagged}")
     if nn != notebook.TEMPLATE_ID and not found:
         if nb.cells[0].source != catalog.banner_markdown(nn):
-            found.append("the banner differs from the catalog: run `mtrl notebooks sync`")
+            found.append(
+                "the banner differs from the catalog: it is generated; edit curriculum/catalog.py, then run `mtrl notebooks sync`"
+            )
         if nb.cells[-1].source != catalog.next_markdown(nn):
-            found.append("the next cell differs from the catalog: run `mtrl notebooks sync`")
+            found.append(
+                "the next cell differs from the catalog: it is generated; edit curriculum/catalog.py, then run `mtrl notebooks sync`"
+            )
     return found
 
 
@@ -572,3 +576,16 @@ def test_the_bootstrap_names_the_remedy_when_the_toolkit_is_not_installed(tmp_pa
     assert done.returncode != 0
     assert "ModuleNotFoundError" in done.stderr
     assert "Run notebook 00" in done.stderr
+
+
+def test_a_notebook_loads_an_experiment_script_without_touching_sys_path() -> None:
+    context = notebook.NotebookContext(nn="09", mode=config.Mode.OFFLINE, region="us-east-1", interactive=False)
+    before = list(sys.path)
+    module = context.experiment("standin_lessons")
+    assert module.__file__ == str(config.REPO_ROOT / "experiments" / "standin_lessons.py")
+    assert context.experiment("standin_lessons") is module
+    with pytest.raises(FileNotFoundError, match="no experiment script 'no_such_script'"):
+        context.experiment("no_such_script")
+    assert "no_such_script" not in sys.modules
+    # The script may put its own folder on sys.path (standin_lessons does not); the cell does not.
+    assert [p for p in sys.path if p not in before] == []

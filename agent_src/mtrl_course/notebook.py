@@ -132,6 +132,27 @@ class NotebookContext:
     def is_live(self) -> bool:
         return self.mode is config.Mode.LIVE
 
+    def experiment(self, name: str) -> Any:
+        """The experiment script `experiments/<name>.py` as a module (once per kernel), for notebooks
+        that re-run one cheap configuration of a stored experiment. Loaded from its file, so no
+        cell has to put `experiments/` on `sys.path`."""
+        if name in sys.modules:
+            return sys.modules[name]
+        import importlib.util
+
+        path = self.root / "experiments" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None or not path.is_file():
+            raise FileNotFoundError(f"no experiment script {name!r}: {path} does not exist")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        return module
+
     # ------------------------------------------------------------------------------- display
     def show_source(self, obj: Any) -> None:
         """Show the source of a function, class or module from agent_src, read from the package itself.

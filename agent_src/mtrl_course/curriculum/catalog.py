@@ -490,15 +490,13 @@ def _creates(entry: Entry) -> str:
     return "; ".join(entry.creates) + f". Cleaned up in {where}"
 
 
-# The banner's last line: where it comes from, for whoever edits the notebook. Hidden from learners.
-MAINTAINER_NOTE = (
-    "<!-- Generated from agent_src/mtrl_course/curriculum/catalog.py by `mtrl notebooks sync`: "
-    "edit the catalog, not this cell. -->"
-)
-
-
 def banner_markdown(nn: str) -> str:
-    """The first cell of notebook `nn`: title, summary and the banner (tagged "banner" in the file)."""
+    """The first cell of notebook `nn`: title, summary and the banner (tagged "banner" in the file).
+
+    It says nothing to maintainers, not even in a hidden comment (a learner editing the cell sees
+    it): an edited banner fails the hygiene tests with the fix, "edit the catalog, then run `mtrl
+    notebooks sync`", and `sync` overwrites it.
+    """
     entry = get(nn)
     offline_time = format_offline_time(entry.offline_seconds)
     if entry.offline_seconds is not None:
@@ -525,9 +523,6 @@ def banner_markdown(nn: str) -> str:
         f"- **Creates (live):** {_creates(entry)}",
         f"- **Prerequisites:** {_prerequisites(entry)}",
         f"- **Tested with:** {tested_with()}",
-        "",
-        # For maintainers only: an HTML comment, which JupyterLab, GitHub and the site do not show.
-        MAINTAINER_NOTE,
     ]
     return "\n".join(lines)
 
