@@ -202,7 +202,14 @@ def train_one(seed: int, state: Path, hp_overrides: dict, reward: str = "tiered"
 
 
 def train_batch(
-    seed: int, hp_overrides: dict, reward: str = "tiered", val_every: int = 20
+    seed: int,
+    hp_overrides: dict,
+    reward: str = "tiered",
+    val_every: int = 20,
+    *,
+    train_priors: list[list[str]] | None = None,
+    recovery: bool = True,
+    checkpoints: dict[int, Adapter] | None = None,
 ) -> tuple[Adapter, dict, float]:
     """The same GRPO as `train_one`, with the games played by the batched in-process player.
 
@@ -216,7 +223,14 @@ def train_batch(
     same game as the real handler for the same replies) without the Strands agent, the HTTP
     emulator and the runner's bookkeeping, about four times faster; prompts are drawn in a fresh
     random order each epoch (seeded), and validation is at temperature 0 on the held-out words.
+
+    `train_priors[i]` seeds training word i with prior guesses (a curriculum; the rows' order);
+    `recovery=False` plays without raw-text recovery (the agent's `RAW_TEXT_RECOVERY=off`), in
+    training and validation; steps named in `checkpoints` (a dict filled in place) keep a copy of
+    the adapter after that step.
     """
+    import copy
+
     from mtrl_course.local.grpo import SCALE_BY_STD, group_advantages
     from mtrl_course.learner import grpo as learner_grpo
     from mtrl_course.learner.threads import one_blas_thread
@@ -244,6 +258,8 @@ def train_batch(
             "rollout/tokens_per_game",
             "learner/update/grad_norm",
             "learner/update/clipped_share",
+            "rollout/raw_text_share",
+            "rollout/no_play_share",
             "timing_s/step",
         )
     }
@@ -258,6 +274,7 @@ def train_batch(
             seed=seed,
             adapter=adapter,
             max_tokens=hp.sampling_max_tokens,
+            recovery=recovery,
         )
         curves["val/reward/pass_at_1"][step] = float(np.mean([g.solved for g in games]))
 
@@ -270,11 +287,14 @@ def train_batch(
             k = (step - 1) % steps_per_epoch
             if k == 0 and step > 1:
                 order = rng.permutation(len(answers))
-            words = [answers[i] for i in order[k * prompts : (k + 1) * prompts]]
+            chosen = order[k * prompts : (k + 1) * prompts]
+            words = [answers[i] for i in chosen]
             games = batch_play.play_games(
                 params,
                 model_config,
                 [w for w in words for _ in range(hp.group_size)],
+                priors=None if train_priors is None else [train_priors[i] for i in chosen for _ in range(hp.group_size)],
+                recovery=recovery,
                 temperature=hp.temperature,
                 top_p=hp.sampling_top_p,
                 max_tokens=hp.sampling_max_tokens,
@@ -305,9 +325,13 @@ def train_batch(
             curves["rollout/tokens_per_game"][step] = float(
                 np.mean([sum(len(t["tokens"]) for t in g.turns) for g in games])
             )
+            curves["rollout/raw_text_share"][step] = raw_text_share(games)
+            curves["rollout/no_play_share"][step] = float(np.mean([not g.game.policy_guesses for g in games]))
             curves["learner/update/grad_norm"][step] = stats.grad_norm
             curves["learner/update/clipped_share"][step] = stats.clipped_tokens / max(stats.sampled_tokens, 1)
             curves["timing_s/step"][step] = time.monotonic() - t0
+            if checkpoints is not None and step in checkpoints:
+                checkpoints[step] = copy.deepcopy(adapter)
             if step % val_every == 0 or step == total:
                 validate(step)
             print(
@@ -320,6 +344,16 @@ def train_batch(
                 flush=True,
             )
     return adapter, curves, time.monotonic() - started
+
+
+def raw_text_share(games) -> float:
+    """Share of the policy's guesses that were recovered from raw text rather than a tool call."""
+    from wordle_agent.game import RAW_TEXT
+
+    events = [e for g in games for e in g.game.events if e.kind != "prior"]
+    if not events:
+        return 0.0
+    return float(np.mean([any(reason == RAW_TEXT for reason, _ in e.reasons) for e in events]))
 
 
 def summarize(seeds: dict) -> dict:

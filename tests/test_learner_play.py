@@ -61,3 +61,42 @@ def test_the_committed_base_matches_its_provenance(base):
     rates = provenance["held_out"]["rates"]
     assert {"t1_low", "t0_low", "t1_medium"} <= set(rates)
     assert all(np.isfinite(r["solve_rate"]) for r in rates.values())
+
+
+PRIORS = [["CRANE", "SLOTH"], [], ["AUDIO"], ["STOMP", "PRIDE"]]
+
+
+@pytest.mark.parametrize("recovery", [True, False])
+def test_a_curriculum_game_is_the_same_through_the_agent_and_the_batched_player(base, recovery):
+    """Prior guesses (a curriculum's) and raw-text recovery switched off, as the handler plays them."""
+    from mtrl_course import config
+
+    params, model_config, _ = base
+    batched = play.play_games(
+        params, model_config, WORDS, temperature=0.0, effort="low", seed=0, priors=PRIORS, recovery=recovery
+    )
+    emulator = JobRuntimeEmulator()
+    emulator.register_job(ARN, LearnerPolicy(seed=0, base=base, batching=False))
+    games: list = []
+
+    def handler(payload, model):
+        return rollout.run_rollout(payload, model=model, observer=lambda task_id, game: games.append(game))
+
+    env = {rollout.REASONING_EFFORT_ENV: "low", rollout.RAW_TEXT_RECOVERY_ENV: "on" if recovery else "off"}
+    with config.environment(env):
+        for i, (word, priors) in enumerate(zip(WORDS, PRIORS)):
+            tid = f"c{recovery}{i}"
+            emulator.start_trajectory(ARN, tid)
+            task = {"prompt": play.TASK_TEXT, "answer": word.lower(), "id": tid}
+            if priors:
+                task[rollout.PRIOR_GUESSES_KEY] = priors
+            fastlane.play_episode(emulator, ARN, tid, json.dumps(task), temperature=0.0, max_tokens=64, handler=handler)
+    assert [g.game.guesses[: len(p)] for g, p in zip(batched, PRIORS)] == PRIORS
+    assert [g.game.guesses for g in batched] == [g.guesses for g in games]
+    assert [g.reward for g in batched] == pytest.approx([g.final_reward() for g in games])
+
+
+def test_priors_must_match_the_answers(base):
+    params, model_config, _ = base
+    with pytest.raises(ValueError, match="priors has 1 entries for 4 answers"):
+        play.play_games(params, model_config, WORDS, temperature=0.0, effort="low", seed=0, priors=[[]])

@@ -13,7 +13,9 @@ real `WordleGame`, following the agent's own rules (`wordle_agent.rollout`):
 - an attempt that made no guess is retried once with a fresh conversation and the agent's
   "call the tool now" prompt;
 - afterwards, guesses written as raw text are recovered (`wordle_agent.recovery`) with the
-  game's formatting penalty.
+  game's formatting penalty (unless `recovery=False`, the agent's `RAW_TEXT_RECOVERY=off`);
+- a curriculum's prior guesses (`priors`) are played for the policy before its first turn and
+  shown after the instruction, as the handler does with a task's `prior_guesses`.
 
 tests/test_learner_play.py checks that this loop and the real handler play the same game for the
 same sampled replies. The reward is the game's own `final_reward()`.
@@ -59,16 +61,17 @@ class _State:
     played: PlayedGame
     messages: list[dict[str, Any]]
     rng: np.random.Generator
+    instruction: str = TASK_TEXT
     agent_turns: int = 0
     active: bool = True
     made_guess: bool = False
     retried: bool = False
 
 
-def _fresh_messages(effort: str, hint: bool, retry: bool) -> list[dict[str, Any]]:
+def _fresh_messages(effort: str, hint: bool, retry: bool, instruction: str = TASK_TEXT) -> list[dict[str, Any]]:
     system = build_system_prompt(effort) if hint else SYSTEM_PROMPT
     # The agent's retry is a fresh conversation with the nudge after the instruction.
-    task = TASK_TEXT + ("\n\n" + CALL_TOOL_NOW_PROMPT if retry else "")
+    task = instruction + ("\n\n" + CALL_TOOL_NOW_PROMPT if retry else "")
     return [{"role": "system", "content": system}, {"role": "user", "content": [{"type": "text", "text": task}]}]
 
 
@@ -85,19 +88,31 @@ def play_games(
     max_tokens: int = 64,
     batch: int = 128,
     tool_call_grammar: bool = False,
+    priors: Sequence[Sequence[str]] | None = None,
+    recovery: bool = True,
 ) -> list[PlayedGame]:
-    """Play one game per answer (in chunks of `batch` games sampled together)."""
+    """Play one game per answer (in chunks of `batch` games sampled together).
+
+    `priors[i]` are answer i's prior guesses (a curriculum's; empty for none); `recovery=False`
+    leaves guesses written as raw text unplayed.
+    """
+    if priors is not None and len(priors) != len(answers):
+        raise ValueError(f"priors has {len(priors)} entries for {len(answers)} answers; give one per answer")
     out: list[PlayedGame] = []
     for start in range(0, len(answers), batch):
         chunk = answers[start : start + batch]
-        states = [
-            _State(
-                PlayedGame(a.upper(), WordleGame(a.upper())),
-                _fresh_messages(effort, False, False),
-                np.random.default_rng([seed, start + i]),
+        states = []
+        for i, a in enumerate(chunk):
+            game = WordleGame(a.upper(), prior_guesses=priors[start + i] if priors is not None else ())
+            instruction = TASK_TEXT + ("\n\n" + game.prior_guesses_text() if game.seeded else "")
+            states.append(
+                _State(
+                    PlayedGame(a.upper(), game),
+                    _fresh_messages(effort, False, False, instruction),
+                    np.random.default_rng([seed, start + i]),
+                    instruction=instruction,
+                )
             )
-            for i, a in enumerate(chunk)
-        ]
         params_sampling = sampler.SamplingParams(temperature, top_p, max_tokens, tool_call_grammar=tool_call_grammar)
         while True:
             live = [s for s in states if s.active]
@@ -110,7 +125,8 @@ def play_games(
             for state, prompt, gen in zip(live, prompts, gens):
                 _advance(state, prompt, gen, effort)
         for state in states:
-            _recover(state)
+            if recovery:
+                _recover(state)
             out.append(state.played)
     return out
 
@@ -139,16 +155,16 @@ def _advance(state: _State, prompt: list[int], gen: sampler.Generation, effort: 
         state.messages.append(message)
         answer = game.guess(parsed.guess)
         state.messages.append({"role": "tool", "tool_call_id": call_id, "content": answer})
-        state.made_guess = state.made_guess or bool(game.guesses)
+        state.made_guess = state.made_guess or bool(game.policy_guesses)
         if game.over or game.limit_reached or state.agent_turns >= MAX_AGENT_TURNS:
             state.active = False
         return
     state.messages.append(message)
     # A text reply ends the attempt; one that made no guess is retried once, afresh.
-    if not game.guesses and not state.retried:
+    if not game.policy_guesses and not state.retried:
         state.retried = True
         played.attempts += 1
-        state.messages = _fresh_messages(effort, False, True)
+        state.messages = _fresh_messages(effort, False, True, state.instruction)
         state.agent_turns = 0
         return
     state.active = False

@@ -1,0 +1,333 @@
+"""The course's lessons measured on the learner (the tiny language model), over seeds.
+
+Notebooks 05 to 10 teach their lessons on the stand-in policy (experiments/standin_lessons.py and
+experiments/failure_modes.py hold its numbers). This script asks the same questions of the
+learner (`mtrl_course.learner`, the committed stage-6 base), trained with the same token-level
+GRPO as experiments/learner_grpo.py `--trainer batch` (the batched player, which plays the agent's
+rules; see `learner_grpo.train_batch`), one epoch of the 640 training words (20 steps of 256
+games: twice notebook 05's 10 steps, because 10 steps move the learner by less than one
+evaluation's noise). Every arm starts from the same base with the same seed; only the named
+setting differs:
+
+- `outcome_only`: the learner's default arm. The course's tiered reward collapses the learner
+  (`tiered`, and experiments/results/learner_grpo.json), so the other comparisons use the
+  outcome-only reward, which does not.
+- `tiered`, `legacy`: the reward ablation (notebook 09), from the base.
+- `lr_3e-5_recovery_on`, `lr_3e-5_recovery_off`: three times the learning rate, with the agent's
+  raw-text recovery on (its default) and off (notebook 10's format drift).
+- `group_16`, `group_32`: group size at an equal episode budget (16 x 16 and 8 x 32 games a step
+  against 32 x 8).
+- `curriculum`: half the training rows seeded with two prior guesses (the first one of the 50
+  best openers), drawn as experiments/standin_lessons.py draws them.
+
+Measured per seed (base and each arm's final adapter on the 128 held-out words, 2 evaluation
+seeds = 256 games at temperature 1, one greedy pass at temperature 0): solve rates, guesses per
+solve, the share solved within three guesses, completion tokens per game, the share of guesses
+recovered from raw text and of games with no guess; the four settings (temperature 0/1 x effort
+low/medium) for the base and the `outcome_only` adapter; the `outcome_only` run's checkpoints
+after steps 5, 10, 15 and 20 at the serving setting (temperature 1, low) beside its greedy
+validation curve; per step the training reward, solve rate, tokens, raw-text and no-play shares.
+Across seeds: mean, standard deviation and standard error of each lesson's statistic; nothing is
+expected of any of them, and the stored file says what was measured, nulls included.
+
+    python experiments/learner_lessons.py --seeds 1 2 3                 # results/learner_lessons.json
+    python experiments/learner_lessons.py --seeds 1 --out /tmp/s1.json  # one seed; then
+    python experiments/learner_lessons.py --combine /tmp/s1.json /tmp/s2.json /tmp/s3.json
+
+Each seed takes about 25 to 40 minutes on a shared two-core machine (one BLAS thread).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # see experiments/train_base_lm.py
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "agent_src"))
+os.environ.setdefault("MTRL_MODE", "offline")
+
+from mtrl_course.learner import play as batch_play  # noqa: E402
+from mtrl_course.learner.grpo import LR_SCALE  # noqa: E402
+from mtrl_course.local import failure_lab  # noqa: E402
+from mtrl_course.local.lm_policy import load_base  # noqa: E402
+from wordle_agent.words import ALLOWED, ENTROPY  # noqa: E402
+
+
+def _load_learner_grpo() -> Any:
+    spec = importlib.util.spec_from_file_location("learner_grpo", REPO / "experiments" / "learner_grpo.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+learner_grpo = _load_learner_grpo()
+
+RESULTS = REPO / "experiments" / "results" / "learner_lessons.json"
+STEPS = 20  # one epoch of the 640 training words at 32 prompts a step
+VAL_EVERY = 5
+CHECKPOINTS = (5, 10, 15, 20)
+EVAL_SEEDS = 2  # x 128 held-out words at temperature 1
+HIGH_LR = 3e-5  # three times the course's 1e-5 (ten times broke play within two steps in a smoke run)
+# The curriculum of experiments/standin_lessons.py: half the rows, two priors, the first an opener.
+CURRICULUM_SHARE, CURRICULUM_PRIORS, OPENER_POOL = 0.5, 2, 50
+GRID = (("t1_low", 1.0, "low"), ("t0_low", 0.0, "low"), ("t1_medium", 1.0, "medium"), ("t0_medium", 0.0, "medium"))
+
+ARMS: dict[str, dict[str, Any]] = {
+    "outcome_only": {"reward": "outcome_only"},
+    "tiered": {"reward": "tiered"},
+    "legacy": {"reward": "legacy"},
+    "lr_3e-5_recovery_on": {"reward": "outcome_only", "learning_rate": HIGH_LR, "recovery": True},
+    "lr_3e-5_recovery_off": {"reward": "outcome_only", "learning_rate": HIGH_LR, "recovery": False},
+    "group_16": {"reward": "outcome_only", "group_size": 16, "global_batch_size": 16},
+    "group_32": {"reward": "outcome_only", "group_size": 32, "global_batch_size": 8},
+    "curriculum": {"reward": "outcome_only", "curriculum": True},
+}
+
+
+def curriculum_priors(answers: list[str], seed: int) -> list[list[str]]:
+    """Prior guesses for `answers`: CURRICULUM_SHARE of them get CURRICULUM_PRIORS, the rest none."""
+    rng = np.random.default_rng([seed, 5])
+    openers = sorted(ENTROPY, key=lambda w: -ENTROPY[w])[:OPENER_POOL]
+    allowed = sorted(ALLOWED)
+    seeded = set(rng.choice(len(answers), size=int(len(answers) * CURRICULUM_SHARE), replace=False).tolist())
+    out: list[list[str]] = []
+    for i, answer in enumerate(answers):
+        priors: list[str] = []
+        while i in seeded and len(priors) < CURRICULUM_PRIORS:
+            pool = openers if not priors else allowed
+            word = pool[int(rng.integers(len(pool)))]
+            if word != answer.upper() and word not in priors:
+                priors.append(word)
+        out.append(priors)
+    return out
+
+
+def evaluate(adapter: Any, *, temperature: float, effort: str, seed: int) -> dict[str, Any]:
+    """The held-out words at one setting: at temperature 0 one pass, else EVAL_SEEDS passes."""
+    params, model_config, _ = load_base()
+    words = [learner_grpo.answer_of(t) for t in failure_lab.rows("validation")]
+    passes = 1 if temperature == 0 else EVAL_SEEDS
+    games = []
+    for k in range(passes):
+        games += batch_play.play_games(
+            params,
+            model_config,
+            words,
+            temperature=temperature,
+            effort=effort,
+            seed=10_000 + 100 * seed + k,
+            adapter=adapter,
+            batch=256,
+        )
+    solved = [g for g in games if g.solved]
+    rate, se = batch_play.solve_rate(games)
+    return {
+        "games": len(games),
+        "solve_rate": rate,
+        "standard_error": se,
+        "mean_reward": float(np.mean([g.reward for g in games])),
+        "guesses_per_solve": float(np.mean([len(g.game.policy_guesses) for g in solved])) if solved else None,
+        "solved_within_3": float(np.mean([g.solved and len(g.game.policy_guesses) <= 3 for g in games])),
+        "completion_tokens_per_game": float(np.mean([sum(len(t["tokens"]) for t in g.turns) for g in games])),
+        "raw_text_share": learner_grpo.raw_text_share(games),
+        "no_play_share": float(np.mean([not g.game.policy_guesses for g in games])),
+    }
+
+
+def run_seed(seed: int, arms: list[str], progress: tqdm) -> dict[str, Any]:
+    out: dict[str, Any] = {"base": {}, "arms": {}}
+    for name, temperature, effort in GRID:
+        out["base"][name] = evaluate(None, temperature=temperature, effort=effort, seed=seed)
+    progress.update(1)
+    answers = [learner_grpo.answer_of(t) for t in failure_lab.rows("training")]
+    for arm in arms:
+        spec = dict(ARMS[arm])
+        reward = spec.pop("reward")
+        recovery = spec.pop("recovery", True)
+        priors = curriculum_priors(answers, seed) if spec.pop("curriculum", False) else None
+        overrides = {"max_steps": STEPS, "max_epochs": 1, **spec}
+        checkpoints: dict[int, Any] | None = dict.fromkeys(CHECKPOINTS) if arm == "outcome_only" else None
+        adapter, curves, seconds = learner_grpo.train_batch(
+            seed,
+            overrides,
+            reward,
+            val_every=VAL_EVERY,
+            train_priors=priors,
+            recovery=recovery,
+            checkpoints=checkpoints,
+        )
+        row: dict[str, Any] = {
+            "overrides": overrides,
+            "reward": reward,
+            "recovery": recovery,
+            "curriculum": priors is not None,
+            "train_seconds": seconds,
+            "curves": {k: {str(s): v for s, v in c.items()} for k, c in curves.items()},
+            "trained": {"t1_low": evaluate(adapter, temperature=1.0, effort="low", seed=seed)},
+        }
+        if arm == "outcome_only":
+            for name, temperature, effort in GRID[1:]:
+                row["trained"][name] = evaluate(adapter, temperature=temperature, effort=effort, seed=seed)
+            assert checkpoints is not None
+            row["checkpoints_t1_low"] = {
+                str(step): evaluate(a, temperature=1.0, effort="low", seed=seed) for step, a in checkpoints.items()
+            }
+        out["arms"][arm] = row
+        progress.update(1)
+        progress.set_postfix_str(
+            f"seed {seed} {arm}: T1 low {out['base']['t1_low']['solve_rate']:.3f} -> "
+            f"{row['trained']['t1_low']['solve_rate']:.3f}"
+        )
+    return out
+
+
+def _stat(values: list[float]) -> dict[str, Any]:
+    v = np.asarray(values, dtype=float)
+    sd = float(v.std(ddof=1)) if len(v) > 1 else float("nan")
+    se = sd / np.sqrt(len(v)) if len(v) > 1 else float("nan")
+    mean = float(v.mean())
+    return {
+        "mean": mean,
+        "sd": sd,
+        "se": se,
+        "by_seed": [float(x) for x in v],
+        # "beyond noise": the mean is more than twice its standard error away from zero
+        "beyond_noise": bool(len(v) > 1 and abs(mean) > 2 * se),
+    }
+
+
+def statistics(seeds: dict[str, Any]) -> dict[str, Any]:
+    """Each lesson's statistic across seeds (mean, sd, se, by seed), computed from the seeds."""
+    rows = list(seeds.values())
+    steps = int(next(iter(rows))["arms"].get("outcome_only", {}).get("overrides", {}).get("max_steps", STEPS))
+    checkpoints = sorted(int(s) for s in next(iter(rows))["arms"].get("outcome_only", {}).get("checkpoints_t1_low", {}))
+    arms = sorted(set.intersection(*(set(r["arms"]) for r in rows)))
+
+    def rate(r: dict, arm: str | None, setting: str = "t1_low", key: str = "solve_rate") -> float:
+        block = r["base"] if arm is None else r["arms"][arm]["trained"]
+        return float(block[setting][key])
+
+    stats: dict[str, Any] = {}
+    for arm in arms:
+        stats[f"gain/{arm}"] = _stat([rate(r, arm) - rate(r, None) for r in rows])
+    if "outcome_only" in arms:
+        for model in ("base", "outcome_only"):
+            arm = None if model == "base" else "outcome_only"
+            for effort in ("low", "medium"):
+                stats[f"greedy_minus_sampled/{model}/{effort}"] = _stat(
+                    [rate(r, arm, f"t0_{effort}") - rate(r, arm, f"t1_{effort}") for r in rows]
+                )
+            stats[f"medium_minus_low/{model}/t1"] = _stat([rate(r, arm, "t1_medium") - rate(r, arm) for r in rows])
+        val = [r["arms"]["outcome_only"]["curves"]["val/reward/pass_at_1"] for r in rows]
+        stats["plateau/validation_rise"] = _stat([v[str(steps)] - v["0"] for v in val])
+        stats["plateau/served_minus_final_validation"] = _stat(
+            [rate(r, "outcome_only") - v[str(steps)] for r, v in zip(rows, val)]
+        )
+        for step in checkpoints:
+            stats[f"checkpoint/{step}/t1_low_minus_base"] = _stat(
+                [r["arms"]["outcome_only"]["checkpoints_t1_low"][str(step)]["solve_rate"] - rate(r, None) for r in rows]
+            )
+        for arm in ("group_16", "group_32", "curriculum", "tiered", "legacy"):
+            if arm in arms:
+                stats[f"vs_outcome_only/{arm}"] = _stat([rate(r, arm) - rate(r, "outcome_only") for r in rows])
+    if {"tiered", "legacy"} <= set(arms):
+        stats["reward/solved_within_3/tiered_minus_legacy"] = _stat(
+            [rate(r, "tiered", key="solved_within_3") - rate(r, "legacy", key="solved_within_3") for r in rows]
+        )
+        stats["reward/tokens_per_game/tiered_minus_legacy"] = _stat(
+            [
+                rate(r, "tiered", key="completion_tokens_per_game") - rate(r, "legacy", key="completion_tokens_per_game")
+                for r in rows
+            ]
+        )
+    for arm in ("lr_3e-5_recovery_on", "lr_3e-5_recovery_off"):
+        if arm in arms:
+            last = [r["arms"][arm]["curves"]["rollout/raw_text_share"][str(steps)] for r in rows]
+            stats[f"drift/{arm}/raw_text_share_last_step"] = _stat(last)
+            stats[f"drift/{arm}/eval_raw_text_share"] = _stat([rate(r, arm, key="raw_text_share") for r in rows])
+            stats[f"drift/{arm}/eval_no_play_share"] = _stat([rate(r, arm, key="no_play_share") for r in rows])
+    return stats
+
+
+def _git_commit() -> str:
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    return (head or "unknown") + (" +uncommitted changes" if dirty else "")
+
+
+def combine(parts: list[Path], out: Path) -> int:
+    """One results file from one-seed files of the same arms (run side by side)."""
+    runs = [json.loads(p.read_text()) for p in parts]
+    for run in runs[1:]:
+        for key in ("base_id", "arms", "steps", "eval_seeds"):
+            if run[key] != runs[0][key]:
+                raise SystemExit(f"cannot combine: the runs differ in {key}")
+    combined = {k: runs[0][k] for k in ("base_id", "arms", "steps", "eval_seeds", "lr_scale")}
+    combined["command"] = [r["command"] for r in runs]
+    combined["git_commit"] = [r["git_commit"] for r in runs]
+    combined["started"] = [r["started"] for r in runs]
+    combined["note"] = (
+        "one process per seed, run side by side on a shared two-core machine, combined with "
+        "`python experiments/learner_lessons.py --combine <files> --out <file>`"
+    )
+    combined["seeds"] = {k: v for r in runs for k, v in r["seeds"].items()}
+    combined["statistics"] = statistics(combined["seeds"])
+    out.write_text(json.dumps(combined, indent=1) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    global STEPS, CHECKPOINTS
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--arms", nargs="+", choices=sorted(ARMS), default=list(ARMS))
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--steps", type=int, default=STEPS, help="training steps per arm (a smoke test uses 2)")
+    ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--combine", type=Path, nargs="+", help="merge one-seed results files into --out, then stop")
+    args = ap.parse_args(argv)
+    if args.combine:
+        return combine(args.combine, args.out)
+    STEPS = args.steps
+    CHECKPOINTS = tuple(c for c in CHECKPOINTS if c < STEPS) + (STEPS,)
+    _, _, base_id = load_base()
+    out: dict[str, Any] = {
+        "command": "python experiments/learner_lessons.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "git_commit": _git_commit(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "base_id": base_id,
+        "lr_scale": LR_SCALE,
+        "steps": STEPS,
+        "eval_seeds": EVAL_SEEDS,
+        "arms": {a: ARMS[a] for a in args.arms},
+        "seeds": {},
+    }
+    with tqdm(total=len(args.seeds) * (1 + len(args.arms)), desc="learner lessons", unit="run") as progress:
+        for seed in args.seeds:
+            out["seeds"][str(seed)] = run_seed(seed, args.arms, progress)
+            if not args.no_write:  # written after every seed: an interrupted run keeps what it finished
+                out["statistics"] = statistics(out["seeds"])
+                args.out.write_text(json.dumps(out, indent=1) + "\n")
+    for key, stat in statistics(out["seeds"]).items():
+        print(f"{key}: {stat['mean']:+.3f} (sd {stat['sd']:.3f}, se {stat['se']:.3f}) by seed {stat['by_seed']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
