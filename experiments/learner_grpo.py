@@ -293,7 +293,9 @@ def train_batch(
                 params,
                 model_config,
                 [w for w in words for _ in range(hp.group_size)],
-                priors=None if train_priors is None else [train_priors[i] for i in chosen for _ in range(hp.group_size)],
+                priors=None
+                if train_priors is None
+                else [train_priors[i] for i in chosen for _ in range(hp.group_size)],
                 recovery=recovery,
                 temperature=hp.temperature,
                 top_p=hp.sampling_top_p,

@@ -4,10 +4,10 @@ Notebooks 05 to 10 teach their lessons on the stand-in policy (experiments/stand
 experiments/failure_modes.py hold its numbers). This script asks the same questions of the
 learner (`mtrl_course.learner`, the committed stage-6 base), trained with the same token-level
 GRPO as experiments/learner_grpo.py `--trainer batch` (the batched player, which plays the agent's
-rules; see `learner_grpo.train_batch`), one epoch of the 640 training words (20 steps of 256
-games: twice notebook 05's 10 steps, because 10 steps move the learner by less than one
-evaluation's noise). Every arm starts from the same base with the same seed; only the named
-setting differs:
+rules; see `learner_grpo.train_batch`), at notebook 05's budget: 10 steps of 256 games (half an
+epoch of the 640 training words), validation at temperature 0 every 2 steps. Longer runs are
+experiments/learner_grpo.py's (20 steps through the real agent, 160 steps batched). Every arm
+starts from the same base with the same seed; only the named setting differs:
 
 - `outcome_only`: the learner's default arm. The course's tiered reward collapses the learner
   (`tiered`, and experiments/results/learner_grpo.json), so the other comparisons use the
@@ -25,7 +25,7 @@ seeds = 256 games at temperature 1, one greedy pass at temperature 0): solve rat
 solve, the share solved within three guesses, completion tokens per game, the share of guesses
 recovered from raw text and of games with no guess; the four settings (temperature 0/1 x effort
 low/medium) for the base and the `outcome_only` adapter; the `outcome_only` run's checkpoints
-after steps 5, 10, 15 and 20 at the serving setting (temperature 1, low) beside its greedy
+after steps 2, 4, 6, 8 and 10 at the serving setting (temperature 1, low) beside its greedy
 validation curve; per step the training reward, solve rate, tokens, raw-text and no-play shares.
 Across seeds: mean, standard deviation and standard error of each lesson's statistic; nothing is
 expected of any of them, and the stored file says what was measured, nulls included.
@@ -34,7 +34,9 @@ expected of any of them, and the stored file says what was measured, nulls inclu
     python experiments/learner_lessons.py --seeds 1 --out /tmp/s1.json  # one seed; then
     python experiments/learner_lessons.py --combine /tmp/s1.json /tmp/s2.json /tmp/s3.json
 
-Each seed takes about 25 to 40 minutes on a shared two-core machine (one BLAS thread).
+Each arm's result is written as soon as it finishes; `--resume` skips the arms an interrupted
+run already wrote. One seed of all eight arms takes about 15 minutes on an idle two-core
+machine (one BLAS thread), and about three times that with three seeds side by side on a busy one.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ import json  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -78,11 +81,11 @@ def _load_learner_grpo() -> Any:
 learner_grpo = _load_learner_grpo()
 
 RESULTS = REPO / "experiments" / "results" / "learner_lessons.json"
-STEPS = 20  # one epoch of the 640 training words at 32 prompts a step
-VAL_EVERY = 5
-CHECKPOINTS = (5, 10, 15, 20)
+STEPS = 10  # notebook 05's run: 10 steps of 32 prompts x 8 rollouts
+VAL_EVERY = 2
+CHECKPOINTS = (2, 4, 6, 8, 10)
 EVAL_SEEDS = 2  # x 128 held-out words at temperature 1
-HIGH_LR = 3e-5  # three times the course's 1e-5 (ten times broke play within two steps in a smoke run)
+HIGH_LR = 3e-5  # three times the course's 1e-5 (ten times broke play within two steps in a smoke run, not stored)
 # The curriculum of experiments/standin_lessons.py: half the rows, two priors, the first an opener.
 CURRICULUM_SHARE, CURRICULUM_PRIORS, OPENER_POOL = 0.5, 2, 50
 GRID = (("t1_low", 1.0, "low"), ("t0_low", 0.0, "low"), ("t1_medium", 1.0, "medium"), ("t0_medium", 0.0, "medium"))
@@ -149,13 +152,20 @@ def evaluate(adapter: Any, *, temperature: float, effort: str, seed: int) -> dic
     }
 
 
-def run_seed(seed: int, arms: list[str], progress: tqdm) -> dict[str, Any]:
-    out: dict[str, Any] = {"base": {}, "arms": {}}
-    for name, temperature, effort in GRID:
-        out["base"][name] = evaluate(None, temperature=temperature, effort=effort, seed=seed)
+def run_seed(
+    seed: int, arms: list[str], progress: tqdm, out: dict[str, Any], save: Callable[[], None]
+) -> dict[str, Any]:
+    """Fill `out` (this seed's base and arms; what it already holds is kept) and `save()` after each part."""
+    if "base" not in out:
+        out["base"] = {name: evaluate(None, temperature=t, effort=e, seed=seed) for name, t, e in GRID}
+        save()
     progress.update(1)
+    out.setdefault("arms", {})
     answers = [learner_grpo.answer_of(t) for t in failure_lab.rows("training")]
     for arm in arms:
+        if arm in out["arms"]:
+            progress.update(1)
+            continue
         spec = dict(ARMS[arm])
         reward = spec.pop("reward")
         recovery = spec.pop("recovery", True)
@@ -188,6 +198,7 @@ def run_seed(seed: int, arms: list[str], progress: tqdm) -> dict[str, Any]:
                 str(step): evaluate(a, temperature=1.0, effort="low", seed=seed) for step, a in checkpoints.items()
             }
         out["arms"][arm] = row
+        save()
         progress.update(1)
         progress.set_postfix_str(
             f"seed {seed} {arm}: T1 low {out['base']['t1_low']['solve_rate']:.3f} -> "
@@ -220,7 +231,8 @@ def statistics(seeds: dict[str, Any]) -> dict[str, Any]:
 
     def rate(r: dict, arm: str | None, setting: str = "t1_low", key: str = "solve_rate") -> float:
         block = r["base"] if arm is None else r["arms"][arm]["trained"]
-        return float(block[setting][key])
+        value = block[setting][key]
+        return float("nan") if value is None else float(value)  # guesses per solve without a solve
 
     stats: dict[str, Any] = {}
     for arm in arms:
@@ -229,8 +241,8 @@ def statistics(seeds: dict[str, Any]) -> dict[str, Any]:
         for model in ("base", "outcome_only"):
             arm = None if model == "base" else "outcome_only"
             for effort in ("low", "medium"):
-                stats[f"greedy_minus_sampled/{model}/{effort}"] = _stat(
-                    [rate(r, arm, f"t0_{effort}") - rate(r, arm, f"t1_{effort}") for r in rows]
+                stats[f"sampled_minus_greedy/{model}/{effort}"] = _stat(
+                    [rate(r, arm, f"t1_{effort}") - rate(r, arm, f"t0_{effort}") for r in rows]
                 )
             stats[f"medium_minus_low/{model}/t1"] = _stat([rate(r, arm, "t1_medium") - rate(r, arm) for r in rows])
         val = [r["arms"]["outcome_only"]["curves"]["val/reward/pass_at_1"] for r in rows]
@@ -249,9 +261,13 @@ def statistics(seeds: dict[str, Any]) -> dict[str, Any]:
         stats["reward/solved_within_3/tiered_minus_legacy"] = _stat(
             [rate(r, "tiered", key="solved_within_3") - rate(r, "legacy", key="solved_within_3") for r in rows]
         )
+        stats["reward/guesses_per_solve/legacy_minus_tiered"] = _stat(
+            [rate(r, "legacy", key="guesses_per_solve") - rate(r, "tiered", key="guesses_per_solve") for r in rows]
+        )
         stats["reward/tokens_per_game/tiered_minus_legacy"] = _stat(
             [
-                rate(r, "tiered", key="completion_tokens_per_game") - rate(r, "legacy", key="completion_tokens_per_game")
+                rate(r, "tiered", key="completion_tokens_per_game")
+                - rate(r, "legacy", key="completion_tokens_per_game")
                 for r in rows
             ]
         )
@@ -300,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--steps", type=int, default=STEPS, help="training steps per arm (a smoke test uses 2)")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--resume", action="store_true", help="keep the base and arms --out already holds")
     ap.add_argument("--combine", type=Path, nargs="+", help="merge one-seed results files into --out, then stop")
     args = ap.parse_args(argv)
     if args.combine:
@@ -318,12 +335,23 @@ def main(argv: list[str] | None = None) -> int:
         "arms": {a: ARMS[a] for a in args.arms},
         "seeds": {},
     }
+    if args.resume and args.out.is_file():
+        before = json.loads(args.out.read_text())
+        for key in ("base_id", "steps", "eval_seeds", "arms"):
+            if before[key] != out[key]:
+                raise SystemExit(f"cannot resume {args.out}: it was made with another {key}")
+        out["seeds"] = before["seeds"]
+
+    def save() -> None:
+        if not args.no_write:  # after every part: an interrupted run keeps what it finished
+            args.out.write_text(json.dumps(out, indent=1) + "\n")
+
     with tqdm(total=len(args.seeds) * (1 + len(args.arms)), desc="learner lessons", unit="run") as progress:
         for seed in args.seeds:
-            out["seeds"][str(seed)] = run_seed(seed, args.arms, progress)
-            if not args.no_write:  # written after every seed: an interrupted run keeps what it finished
-                out["statistics"] = statistics(out["seeds"])
-                args.out.write_text(json.dumps(out, indent=1) + "\n")
+            run_seed(seed, args.arms, progress, out["seeds"].setdefault(str(seed), {}), save)
+    if len({len(row.get("arms", {})) for row in out["seeds"].values()}) == 1:
+        out["statistics"] = statistics(out["seeds"])
+        save()
     for key, stat in statistics(out["seeds"]).items():
         print(f"{key}: {stat['mean']:+.3f} (sd {stat['sd']:.3f}, se {stat['se']:.3f}) by seed {stat['by_seed']}")
     return 0

@@ -46,7 +46,7 @@ STEPS = {
     f"mtrl_course.{name}"
     for name in (
         "iam preflight deploy smoke storage resources training monitoring evaluation costs plots cleanup "
-        "run_scope lab reward_lab grpo_anatomy"
+        "run_scope lab reward_lab grpo_anatomy learner_results"
     ).split()
 }
 # Layer 4, the course machinery: the command line, progress bars, the notebooks' bootstrap and

@@ -1,0 +1,367 @@
+"""The course's lessons on the learner, read from stored runs, beside the stand-in's and the walkthrough's.
+
+The lessons of notebooks 05 to 10 run live on the stand-in policy. The learner (a tiny language
+model, `mtrl_course.learner`) was trained on the same questions by two experiment scripts whose
+runs take longer than a notebook may (`experiments/learner_lessons.py`: one epoch of 20 steps,
+eight arms, three seeds; `experiments/learner_grpo.py`: the 160-step run). Each function here
+reads those stored files and returns rows for `nb.table`: every number is computed from the
+stored seeds, never typed in. A statistic is "beyond noise" when its mean across seeds is more
+than twice its standard error away from zero; otherwise it is reported as a null.
+
+The walkthrough's column quotes what the AWS walkthrough reported for GPT-OSS-20B (BRIEF.md
+sections 5 and 7): a direction or a figure, never a number measured here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mtrl_course import config
+
+RESULTS_DIR = config.REPO_ROOT / "experiments" / "results"
+LESSONS_FILE = "learner_lessons.json"
+LONG_RUN_FILE = "learner_grpo_outcome_only_long.json"
+STANDIN_FILE = "standin_lessons.json"
+FAILURES_FILE = "failure_modes.json"
+
+SETTINGS = (
+    ("t1_low", "T=1, low (served)"),
+    ("t0_low", "T=0, low"),
+    ("t1_medium", "T=1, medium"),
+    ("t0_medium", "T=0, medium"),
+)
+REWARD_ARMS = (
+    ("outcome_only", "outcome only"),
+    ("tiered", "tiered (the course's)"),
+    ("legacy", "legacy (summed per guess)"),
+)
+
+
+@cache
+def _read(name: str, results_dir: Path = RESULTS_DIR) -> dict[str, Any]:
+    path = Path(results_dir) / name
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no stored results {path}: run the experiment script named in this module's docstring first"
+        )
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def lessons(results_dir: Path = RESULTS_DIR) -> dict[str, Any]:
+    """experiments/results/learner_lessons.json, as stored."""
+    return _read(LESSONS_FILE, results_dir)
+
+
+def _fmt(stat: Mapping[str, Any], digits: int = 3) -> str:
+    return f"{stat['mean']:+.{digits}f} ± {stat['se']:.{digits}f}"
+
+
+def _verdict(stat: Mapping[str, Any]) -> str:
+    return "beyond noise" if stat["beyond_noise"] else "null (within 2 SE)"
+
+
+def _by_seed(stat: Mapping[str, Any], digits: int = 3) -> str:
+    return ", ".join(f"{v:+.{digits}f}" for v in stat["by_seed"])
+
+
+def _summary(values: Sequence[float]) -> dict[str, Any]:
+    v = np.asarray(values, dtype=float)
+    se = float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float("nan")
+    mean = float(v.mean())
+    return {"mean": mean, "se": se, "by_seed": [float(x) for x in v], "beyond_noise": bool(abs(mean) > 2 * se)}
+
+
+def _seeds(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [data["seeds"][k] for k in sorted(data["seeds"], key=int)]
+
+
+def provenance(data: Mapping[str, Any] | None = None) -> str:
+    """One line: which file, how many seeds, how many steps, which commit(s)."""
+    data = data if data is not None else lessons()
+    commits = data["git_commit"] if isinstance(data["git_commit"], list) else [data["git_commit"]]
+    short = sorted({c.split()[0][:7] for c in commits})
+    return (
+        f"stored: experiments/results/{LESSONS_FILE}, seeds {', '.join(sorted(data['seeds'], key=int))}, "
+        f"{data['steps']} steps an arm, commit {', '.join(short)}"
+    )
+
+
+def headline(data: Mapping[str, Any] | None = None, long_run: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Notebook 05: what GRPO does to the learner at the serving setting, by reward and length."""
+    data = data if data is not None else lessons()
+    long_run = long_run if long_run is not None else _read(LONG_RUN_FILE)
+    stats = data["statistics"]
+    rows = []
+    seeds = _seeds(data)
+    base = _summary([s["base"]["t1_low"]["solve_rate"] for s in seeds])
+    for arm, label in REWARD_ARMS:
+        trained = _summary([s["arms"][arm]["trained"]["t1_low"]["solve_rate"] for s in seeds])
+        gain = stats[f"gain/{arm}"]
+        rows.append(
+            {
+                "run": f"{label}, {data['steps']} steps",
+                "base": f"{base['mean']:.1%}",
+                "trained": f"{trained['mean']:.1%}",
+                "gain (± SE over seeds)": _fmt(gain),
+                "gain by seed": _by_seed(gain),
+                "verdict": _verdict(gain),
+            }
+        )
+    summary = long_run["summary"]["t1_low"]
+    gain = _summary(summary["gains"])
+    steps = long_run["overrides"].get("max_steps")
+    rows.append(
+        {
+            "run": f"outcome only, {steps} steps",
+            "base": f"{summary['base_mean']:.1%}",
+            "trained": f"{summary['trained_mean']:.1%}",
+            "gain (± SE over seeds)": _fmt(gain),
+            "gain by seed": _by_seed(gain),
+            "verdict": _verdict(gain),
+        }
+    )
+    return rows
+
+
+def grid(data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Notebook 07: the four settings for the base and the outcome-only adapter (mean over seeds)."""
+    data = data if data is not None else lessons()
+    seeds = _seeds(data)
+    rows = []
+    for key, label in SETTINGS:
+        base = _summary([s["base"][key]["solve_rate"] for s in seeds])
+        trained = _summary([s["arms"]["outcome_only"]["trained"][key]["solve_rate"] for s in seeds])
+        adapter = _summary(
+            [s["arms"]["outcome_only"]["trained"][key]["solve_rate"] - s["base"][key]["solve_rate"] for s in seeds]
+        )
+        rows.append(
+            {
+                "setting": label,
+                "base": f"{base['mean']:.1%}",
+                "trained (outcome only)": f"{trained['mean']:.1%}",
+                "adapter adds (± SE)": _fmt(adapter),
+                "verdict": _verdict(adapter),
+            }
+        )
+    return rows
+
+
+def grid_lessons(
+    data: Mapping[str, Any] | None = None, standin: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Notebook 07: sampling against greedy, and medium effort against low, beside the others'."""
+    data = data if data is not None else lessons()
+    standin = standin if standin is not None else _read(STANDIN_FILE)
+    stats, other = data["statistics"], standin["statistics"]
+    rows = []
+    for model, learner_key, standin_model in (("base", "base", "base"), ("trained", "outcome_only", "trained")):
+        for effort in ("low", "medium"):
+            stat = stats[f"sampled_minus_greedy/{learner_key}/{effort}"]
+            ref = other[f"1 greedy fails: {standin_model} {effort}, T1 - T0"]
+            rows.append(
+                {
+                    "statistic": f"{model}, {effort}: T=1 minus T=0",
+                    "learner": _fmt(stat),
+                    "learner verdict": _verdict(stat),
+                    "stand-in": _fmt(ref),
+                    "walkthrough": "T=0 often ends without a solve; T=1 higher",
+                }
+            )
+    stat = stats["medium_minus_low/base/t1"]
+    ref = other["2 effort helps: base medium - low (T1)"]
+    rows.append(
+        {
+            "statistic": "base, T=1: medium minus low effort",
+            "learner": _fmt(stat),
+            "learner verdict": _verdict(stat),
+            "stand-in": _fmt(ref),
+            "walkthrough": "+46 points",
+        }
+    )
+    stat = stats["medium_minus_low/outcome_only/t1"]
+    rows.append(
+        {
+            "statistic": "trained, T=1: medium minus low effort",
+            "learner": _fmt(stat),
+            "learner verdict": _verdict(stat),
+            "stand-in": "",
+            "walkthrough": "+15 points",
+        }
+    )
+    return rows
+
+
+def validation_curve(
+    data: Mapping[str, Any] | None = None, long_run: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Notebooks 06 and 10: the learner's greedy validation by step, the 20-step arms and the 160-step run."""
+    data = data if data is not None else lessons()
+    long_run = long_run if long_run is not None else _read(LONG_RUN_FILE)
+    rows = []
+    curves = [s["arms"]["outcome_only"]["curves"]["val/reward/pass_at_1"] for s in _seeds(data)]
+    for step in sorted({int(k) for c in curves for k in c}):
+        values = [c[str(step)] for c in curves if str(step) in c]
+        rows.append(
+            {
+                "run": f"{data['steps']} steps",
+                "step": step,
+                "T=0 validation (mean)": float(np.mean(values)),
+                "lowest seed": float(min(values)),
+                "highest seed": float(max(values)),
+            }
+        )
+    long_curves = [s["curves"]["val/reward/pass_at_1"] for s in long_run["seeds"].values()]
+    for step in sorted({int(k) for c in long_curves for k in c}):
+        values = [c[str(step)] for c in long_curves if str(step) in c]
+        rows.append(
+            {
+                "run": f"{long_run['overrides'].get('max_steps')} steps",
+                "step": step,
+                "T=0 validation (mean)": float(np.mean(values)),
+                "lowest seed": float(min(values)),
+                "highest seed": float(max(values)),
+            }
+        )
+    return rows
+
+
+def rewards(data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Notebook 09: the three rewards from the base, and what each trained adapter does at T=1."""
+    data = data if data is not None else lessons()
+    seeds = _seeds(data)
+    rows = []
+    for arm, label in REWARD_ARMS:
+        trained = [s["arms"][arm]["trained"]["t1_low"] for s in seeds]
+        last = str(data["steps"])
+        rows.append(
+            {
+                "reward": label,
+                "solve rate (T=1)": f"{np.mean([t['solve_rate'] for t in trained]):.1%}",
+                "gain (± SE)": _fmt(data["statistics"][f"gain/{arm}"]),
+                "solved within 3": f"{np.mean([t['solved_within_3'] for t in trained]):.1%}",
+                "tokens a game": float(np.mean([t["completion_tokens_per_game"] for t in trained])),
+                "training reward, last step": float(
+                    np.mean([s["arms"][arm]["curves"]["rollout/reward/mean"][last] for s in seeds])
+                ),
+                "training tokens a game, last step": float(
+                    np.mean([s["arms"][arm]["curves"]["rollout/tokens_per_game"][last] for s in seeds])
+                ),
+            }
+        )
+    return rows
+
+
+def reward_lessons(
+    data: Mapping[str, Any] | None = None, standin: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Notebook 09: tiered against legacy, the learner beside the stand-in's continued run."""
+    data = data if data is not None else lessons()
+    standin = standin if standin is not None else _read(STANDIN_FILE)
+    stats, other = data["statistics"], standin["statistics"]
+    pairs = (
+        (
+            "solved within 3 guesses, tiered minus legacy",
+            "reward/solved_within_3/tiered_minus_legacy",
+            "4 reward design: solved within 3, tiered - legacy (continued, T1)",
+        ),
+        (
+            "guesses per solve, legacy minus tiered",
+            "reward/guesses_per_solve/legacy_minus_tiered",
+            "4 reward design: guesses per solve, legacy - tiered (continued, T1)",
+        ),
+        ("tiered minus outcome only, solve rate (T=1)", "vs_outcome_only/tiered", None),
+        ("legacy minus outcome only, solve rate (T=1)", "vs_outcome_only/legacy", None),
+    )
+    return [
+        {
+            "statistic": label,
+            "learner (from the base)": _fmt(stats[key]),
+            "learner verdict": _verdict(stats[key]),
+            "stand-in (continued run)": _fmt(other[ref]) if ref else "",
+        }
+        for label, key, ref in pairs
+    ]
+
+
+def drift(data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Notebook 10: three times the learning rate, raw-text recovery on and off."""
+    data = data if data is not None else lessons()
+    seeds = _seeds(data)
+    last = str(data["steps"])
+    rows = []
+    for arm, label in (
+        ("outcome_only", "1e-5, recovery on"),
+        ("lr_3e-5_recovery_on", "3e-5, recovery on"),
+        ("lr_3e-5_recovery_off", "3e-5, recovery off"),
+    ):
+        curves = [s["arms"][arm]["curves"] for s in seeds]
+        rows.append(
+            {
+                "learning rate": label,
+                "training reward, last step": float(np.mean([c["rollout/reward/mean"][last] for c in curves])),
+                "raw-text guesses, last step": float(np.mean([c["rollout/raw_text_share"][last] for c in curves])),
+                "no-play games, last step": float(np.mean([c["rollout/no_play_share"][last] for c in curves])),
+                "tokens a game, last step": float(np.mean([c["rollout/tokens_per_game"][last] for c in curves])),
+                "served gain (± SE)": _fmt(data["statistics"][f"gain/{arm}"]),
+            }
+        )
+    return rows
+
+
+def group_and_curriculum(
+    data: Mapping[str, Any] | None = None, standin: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Notebook 10: group size and curriculum at an equal episode budget, against the default arm."""
+    data = data if data is not None else lessons()
+    standin = standin if standin is not None else _read(STANDIN_FILE)
+    stats, other = data["statistics"], standin["statistics"]
+    rows = []
+    for arm, label, ref in (
+        ("group_16", "group 16 minus 8", "5 group 16 - 8: final validation (equal episodes)"),
+        ("group_32", "group 32 minus 8", "5 group 32 - 8: final validation (equal episodes)"),
+        ("curriculum", "curriculum minus default", "5 curriculum - default: final validation"),
+    ):
+        stat = stats[f"vs_outcome_only/{arm}"]
+        rows.append(
+            {
+                "comparison": label,
+                "learner, solve rate at T=1": _fmt(stat),
+                "by seed": _by_seed(stat),
+                "learner verdict": _verdict(stat),
+                "stand-in, final validation": _fmt(other[ref]),
+            }
+        )
+    return rows
+
+
+def checkpoints(data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Notebook 10: the default arm's checkpoints at the serving setting beside its greedy validation."""
+    data = data if data is not None else lessons()
+    seeds = _seeds(data)
+    base = float(np.mean([s["base"]["t1_low"]["solve_rate"] for s in seeds]))
+    val0 = float(np.mean([s["arms"]["outcome_only"]["curves"]["val/reward/pass_at_1"]["0"] for s in seeds]))
+    rows = [{"step": 0, "T=0 validation": val0, "T=1 low (served)": base, "served minus base": "", "verdict": ""}]
+    steps = sorted({int(k) for s in seeds for k in s["arms"]["outcome_only"]["checkpoints_t1_low"]})
+    for step in steps:
+        stat = data["statistics"][f"checkpoint/{step}/t1_low_minus_base"]
+        rows.append(
+            {
+                "step": step,
+                "T=0 validation": float(
+                    np.mean([s["arms"]["outcome_only"]["curves"]["val/reward/pass_at_1"][str(step)] for s in seeds])
+                ),
+                "T=1 low (served)": float(
+                    np.mean([s["arms"]["outcome_only"]["checkpoints_t1_low"][str(step)]["solve_rate"] for s in seeds])
+                ),
+                "served minus base": _fmt(stat),
+                "verdict": _verdict(stat),
+            }
+        )
+    return rows

@@ -1,0 +1,116 @@
+"""The learner's lesson runs (experiments/results/learner_lessons.json) say how they were made, their
+statistics are computed from their own seeds, the notebooks' tables read them, and their first
+steps re-run.
+
+The re-run (second tier) replays seed 1: the base's greedy evaluation, and the first two training
+steps of the default arm and of the curriculum arm. Tolerance: one game, as in
+tests/test_learner_grpo_results.py (another CPU's float32 kernels can flip one sampled token, which
+replays one game differently).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+from wordle_agent import reward
+
+from mtrl_course import learner_results
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "experiments" / "results" / "learner_lessons.json"
+VALIDATION_WORDS = 128
+GAMES_PER_STEP = 32 * 8
+FASTEST_SOLVE = reward.SOLVE_BASE + reward.SPEED_BONUS + reward.SOLVED_SHAPING_WEIGHT
+ONE_GAME_OF_A_STEP = (FASTEST_SOLVE - reward.NO_PLAY_REWARD) / GAMES_PER_STEP
+
+
+@pytest.fixture(scope="module")
+def stored() -> dict:
+    assert RESULTS.is_file(), f"{RESULTS} is missing: see experiments/learner_lessons.py for its command"
+    return json.loads(RESULTS.read_text())
+
+
+@pytest.fixture(scope="module")
+def experiment():
+    spec = importlib.util.spec_from_file_location("learner_lessons", ROOT / "experiments" / "learner_lessons.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_stored_result_says_how_it_was_made(stored, experiment):
+    assert len(stored["seeds"]) >= 3
+    assert set(stored["arms"]) == set(experiment.ARMS)
+    for command, commit in zip(stored["command"], stored["git_commit"]):
+        assert command.startswith("python experiments/learner_lessons.py --seeds ")
+        assert len(commit.split()[0]) == 40
+    for row in stored["seeds"].values():
+        assert row["base"]["t1_low"]["games"] == VALIDATION_WORDS * stored["eval_seeds"]
+        assert row["base"]["t0_low"]["games"] == VALIDATION_WORDS
+        assert set(row["arms"]) == set(experiment.ARMS)
+        for arm in row["arms"].values():
+            assert len(arm["curves"]["rollout/reward/mean"]) == stored["steps"]
+
+
+def test_the_statistics_are_computed_from_the_seeds(stored, experiment):
+    fresh = experiment.statistics(stored["seeds"])
+    assert set(fresh) == set(stored["statistics"])
+    for name, values in stored["statistics"].items():
+        for key, value in values.items():
+            if isinstance(value, list):
+                assert value == pytest.approx(fresh[name][key], abs=1e-12, nan_ok=True), (name, key)
+            elif isinstance(value, float):
+                assert math.isclose(value, fresh[name][key], abs_tol=1e-12) or (
+                    math.isnan(value) and math.isnan(fresh[name][key])
+                ), (name, key)
+            else:
+                assert value == fresh[name][key], (name, key)
+
+
+def test_the_notebook_tables_read_every_arm(stored):
+    assert len(learner_results.headline(stored)) == len(learner_results.REWARD_ARMS) + 1
+    assert [r["setting"] for r in learner_results.grid(stored)] == [label for _, label in learner_results.SETTINGS]
+    assert len(learner_results.grid_lessons(stored)) == 6
+    assert len(learner_results.rewards(stored)) == 3 and len(learner_results.reward_lessons(stored)) == 4
+    assert len(learner_results.drift(stored)) == 3 and len(learner_results.group_and_curriculum(stored)) == 3
+    steps = learner_results.checkpoints(stored)
+    assert [r["step"] for r in steps][-1] == stored["steps"]
+    curve = learner_results.validation_curve(stored)
+    assert {r["step"] for r in curve} >= {0, stored["steps"]}
+    assert learner_results.provenance(stored).startswith(
+        "stored: experiments/results/learner_lessons.json, seeds 1, 2, 3"
+    )
+
+
+def test_a_verdict_needs_the_mean_beyond_twice_its_standard_error():
+    assert learner_results._summary([0.10, 0.12, 0.11])["beyond_noise"]
+    assert not learner_results._summary([0.10, -0.08, 0.02])["beyond_noise"]
+    assert learner_results._verdict({"beyond_noise": False}).startswith("null")
+
+
+def test_a_missing_results_file_says_which_and_how_to_make_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match="learner_lessons.json: run the experiment script"):
+        learner_results.lessons(tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.experiments
+def test_seed_one_reruns_its_base_evaluation_and_first_steps(stored, experiment):
+    row = stored["seeds"]["1"]
+    greedy = experiment.evaluate(None, temperature=0.0, effort="low", seed=1)
+    assert abs(greedy["solve_rate"] - row["base"]["t0_low"]["solve_rate"]) <= 1 / VALIDATION_WORDS
+    answers = [experiment.learner_grpo.answer_of(t) for t in experiment.failure_lab.rows("training")]
+    for arm, priors in (("outcome_only", None), ("curriculum", experiment.curriculum_priors(answers, 1))):
+        _, curves, _ = experiment.learner_grpo.train_batch(
+            1, {"max_steps": 2, "max_epochs": 1}, "outcome_only", val_every=1000, train_priors=priors
+        )
+        old = row["arms"][arm]["curves"]
+        assert abs(curves["val/reward/pass_at_1"][0] - old["val/reward/pass_at_1"]["0"]) <= 1 / VALIDATION_WORDS
+        for step in (1, 2):
+            fresh, then = curves["rollout/reward/mean"][step], old["rollout/reward/mean"][str(step)]
+            assert abs(fresh - then) <= ONE_GAME_OF_A_STEP, (arm, step, fresh, then)
