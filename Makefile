@@ -113,11 +113,11 @@ notebooks: $(STAMP)
 	$(BIN)/mtrl notebooks run
 
 # JupyterLab on the course: the notebooks ask for `python3`, so this environment gets its own
-# python3 kernelspec, preferred over one in your home folder (mtrl_course/curriculum/lab.py).
+# python3 kernelspec, preferred over one in your home folder (mtrl_course/curriculum/jupyter.py).
 lab: $(STAMP)
 	@$(register-filter)
 	@$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" >/dev/null
-	$(BIN)/python -m mtrl_course.curriculum.lab
+	$(BIN)/python -m mtrl_course.curriculum.jupyter
 
 # The course as a static website (mkdocs-material + mkdocs-jupyter), readable offline.
 site: $(STAMP)
@@ -131,7 +131,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_game.py
 	$(BIN)/python benchmarks/bench_policy.py
 	$(BIN)/python experiments/bench_sandbox.py
-	$(BIN)/python benchmarks/bench_stack.py
+	$(BIN)/python benchmarks/bench_backend.py
 	$(BIN)/python benchmarks/bench_learner.py
 
 words: $(STAMP)

@@ -62,7 +62,7 @@ def forward_flops(config: lm.ModelConfig, tokens: int, context: float) -> float:
 
 def load_or_random() -> tuple[dict, lm.ModelConfig, str]:
     try:
-        from mtrl_course.local.lm_policy import load_base
+        from mtrl_course.local.learner_policy import load_base
 
         return load_base()
     except (FileNotFoundError, ValueError):

@@ -53,7 +53,7 @@ from mtrl_course.feedback_arrays import (
     pattern_matrix,
     pattern_to_marks,
 )
-from mtrl_course.local.policy import FORMATS, N_FEATURES, Adapter, StandInPolicy, vocabulary
+from mtrl_course.local.stand_in_policy import FORMATS, N_FEATURES, Adapter, StandInPolicy, vocabulary
 from wordle_agent.game import PRIOR_GUESSES_HEADER, WordleGame, score_guess
 
 # The default run's 320 games, recorded at the commit that introduced the split (its bytes-level

@@ -25,8 +25,8 @@ OTHER = "other (asyncio, json, stdlib)"
 # (component, path fragments); the first component whose fragment is in a frame's file wins,
 # innermost frame first. Order matters where paths nest (strands/models before strands).
 COMPONENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("policy (stand-in)", ("mtrl_course/local/policy.py",)),
-    ("emulator (Job Runtime)", ("mtrl_course/local/jobruntime.py", "mtrl_course/local/tokens.py")),
+    ("policy (stand-in)", ("mtrl_course/local/stand_in_policy.py",)),
+    ("emulator (Job Runtime)", ("mtrl_course/local/job_runtime_emulator.py", "mtrl_course/local/tokens.py")),
     (
         "token signing (SigV4)",
         ("sagemaker/core/token_generator", "botocore/auth.py", "botocore/signers.py", "botocore/credentials.py"),
@@ -67,7 +67,7 @@ IDLE_LEAVES = {
     ("_threading_local.py", "__getattribute__"),
 }
 # Leaves that are the caller's time.sleep polls (their Python frame is the caller's).
-SLEEPERS = {("runtime.py", "_watch_ready"), ("runtime.py", "_begin")}
+SLEEPERS = {("agent_server.py", "_watch_ready"), ("agent_server.py", "_begin")}
 
 
 def component_of(frame) -> str | None:

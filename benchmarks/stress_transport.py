@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_stack  # (after the path change) its runtime and emulator helpers
+import bench_backend  # (after the path change) its runtime and emulator helpers
 
 TEMPERATURE = 1.0
 SEED = 11
@@ -43,10 +43,10 @@ def burst(
     runtime, emulator, prompts: list[str], count: int, label: str, invoke_timeout: float, restart_at: int | None = None
 ) -> dict:
     from mtrl_course.local import fastlane
-    from mtrl_course.local.policy import StandInPolicy
+    from mtrl_course.local.stand_in_policy import StandInPolicy
     from mtrl_course.local.service import ServiceError
 
-    arn = bench_stack._job_arn(label)
+    arn = bench_backend._job_arn(label)
     emulator.register_job(arn, StandInPolicy(seed=SEED))
     tids = [f"{label}-{i:04d}" for i in range(count)]
     outcomes: dict[str, tuple[str, str, float]] = {}
@@ -55,7 +55,7 @@ def burst(
         payload = fastlane.payload_for(
             prompts[i % len(prompts)], arn, tids[i], temperature=TEMPERATURE, top_p=None, max_tokens=None
         )
-        payload["metadata"].update(endpoint=emulator.endpoint, region=bench_stack.REGION)
+        payload["metadata"].update(endpoint=emulator.endpoint, region=bench_backend.REGION)
         started = time.monotonic()
         try:
             _, _, body = runtime.invoke_http(json.dumps(payload).encode(), f"{tids[i]}-{uuid.uuid4().hex}")
@@ -151,12 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="stress-transport-") as state:
         aws.reset_offline(Path(state))
         in_process = smoke.local_runtime()
-        emulator = bench_stack._emulator()
-        prompts = bench_stack._prompts()
+        emulator = bench_backend._emulator()
+        prompts = bench_backend._prompts()
         runtimes = [in_process]
         try:
             if args.mode == "subprocess":
-                runtime = bench_stack._process_runtime(
+                runtime = bench_backend._process_runtime(
                     "wordle_agent.main:app", "StressAgent", dict(in_process.env), Path(state) / "runtime.log"
                 )
                 runtimes.append(runtime)

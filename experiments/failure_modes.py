@@ -1,8 +1,8 @@
 """What went wrong, measured over seeds on the stand-in (notebook 10's experiments).
 
-Every number here is the offline stand-in policy's (`mtrl_course.local.policy`), never a real
+Every number here is the offline stand-in policy's (`mtrl_course.local.stand_in_policy`), never a real
 model's; the walkthrough's own figures are cited in BRIEF.md section 7 and only its *directions*
-are checked here. Three experiments, all through the real pieces (`mtrl_course.local.failure_lab`):
+are checked here. Three experiments, all through the real pieces (`mtrl_course.local.failure_experiments`):
 
 1. Tool calls drifting into text: the default offline run (notebook 05's: 32 prompts x 8
    rollouts, 10 steps) at learning rate 1e-3 with raw-text recovery off and on, and at 1e-4
@@ -14,7 +14,7 @@ are checked here. Three experiments, all through the real pieces (`mtrl_course.l
    run's own validation curve at temperature 0. The same run counts its no-play games (no valid
    guess: the -1.5 floor).
 3. Bearer tokens under concurrency: 32 concurrent rollouts sign their model calls three ways while
-   the credentials rotate mid-run (`failure_lab.token_strategies`; the credential provider with a
+   the credentials rotate mid-run (`failure_experiments.token_strategies`; the credential provider with a
    capacity cap is a model, labelled so). Thread timing varies, so it is repeated once per seed.
 
 Run:
@@ -28,7 +28,7 @@ Run:
    group size 16 and 32 and the curriculum of experiments/standin_lessons.py point 5, at the same
    equal episode budget, run again with validation every 2 steps and the training reward per step.
 
-`--resume` reuses the seeds an interrupted run finished. tests/test_failure_lab.py re-runs the
+`--resume` reuses the seeds an interrupted run finished. tests/test_failure_experiments.py re-runs the
 first two steps of one configuration and checks them against the stored result.
 """
 
@@ -53,7 +53,7 @@ if "MTRL_STATE_DIR" not in os.environ:
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from mtrl_course.local import failure_lab  # noqa: E402
+from mtrl_course.local import failure_experiments  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "failure_modes.json"
@@ -88,7 +88,7 @@ def _series(values: dict[int, float]) -> dict[str, float]:
 def run_lr(name: str, seed: int, state: Path, steps: int, evaluate: bool = True) -> dict[str, Any]:
     """One learning-rate configuration: per-step metrics and the final adapter at serving settings."""
     rate, recovery = LR_CONFIGS[name]
-    run = failure_lab.run_training(
+    run = failure_experiments.run_training(
         seed,
         state_dir=state,
         hyperparameters={"learning_rate": rate, "val_every": 0, "max_steps": steps},
@@ -99,23 +99,27 @@ def run_lr(name: str, seed: int, state: Path, steps: int, evaluate: bool = True)
         raise RuntimeError(f"{name} seed {seed} failed: {run.job.failure}")
     out: dict[str, Any] = {"seconds": run.seconds, "steps": {k: _series(v) for k, v in run.metrics.items()}}
     if evaluate and run.adapter is not None:
-        with failure_lab.raw_text_recovery(recovery):
-            games = failure_lab.play(run.adapter, failure_lab.rows("validation")[:EVAL_WORDS], seed=seed)
-        out["served_T1"] = failure_lab.summarize(games)
+        with failure_experiments.raw_text_recovery(recovery):
+            games = failure_experiments.play(
+                run.adapter, failure_experiments.rows("validation")[:EVAL_WORDS], seed=seed
+            )
+        out["served_T1"] = failure_experiments.summarize(games)
     return out
 
 
 def run_checkpoints(seed: int, state: Path, progress: tqdm) -> dict[str, Any]:
     """The default run with a checkpoint per step, each evaluated at temperature 1; no-play games."""
-    run = failure_lab.run_training(
+    run = failure_experiments.run_training(
         seed, state_dir=state, checkpoint_every=1, metric_keys=("val/reward/pass_at_1",), collect_games=True
     )
     if run.job.failure:
         raise RuntimeError(f"default run seed {seed} failed: {run.job.failure}")
-    validation = {json.loads(t)["answer"].upper() for t in failure_lab.rows("validation")}
+    validation = {json.loads(t)["answer"].upper() for t in failure_experiments.rows("validation")}
     train_games = [g for g in run.games if g.answer.upper() not in validation]
     val_games = [g for g in run.games if g.answer.upper() in validation]
-    served = failure_lab.evaluate_checkpoints(run.checkpoints, failure_lab.rows("validation")[:EVAL_WORDS], seed=seed)
+    served = failure_experiments.evaluate_checkpoints(
+        run.checkpoints, failure_experiments.rows("validation")[:EVAL_WORDS], seed=seed
+    )
     progress.set_postfix_str(f"seed {seed}: checkpoints evaluated")
     return {
         "seconds": run.seconds,
@@ -123,9 +127,9 @@ def run_checkpoints(seed: int, state: Path, progress: tqdm) -> dict[str, Any]:
         "served_T1": {str(step): s for step, s in served.items()},
         "no_play": {
             "train_games": len(train_games),
-            "train_no_play": failure_lab.no_play_count(train_games),
+            "train_no_play": failure_experiments.no_play_count(train_games),
             "val_games": len(val_games),
-            "val_no_play": failure_lab.no_play_count(val_games),
+            "val_no_play": failure_experiments.no_play_count(val_games),
         },
     }
 
@@ -143,7 +147,7 @@ def run_seed(seed: int, steps: int, only: Sequence[str] | None, progress: tqdm) 
         return out
     out["checkpoints"] = run_checkpoints(seed, state, progress)
     progress.update(1)
-    out["tokens"] = [r.row() for r in failure_lab.token_strategies()]
+    out["tokens"] = [r.row() for r in failure_experiments.token_strategies()]
     progress.update(1)
     return out
 
@@ -160,8 +164,12 @@ def run_plateau(seed: int, state: Path, progress: tqdm) -> dict[str, Any]:
         sys.path.remove(str(ROOT / "experiments"))
     out: dict[str, Any] = {"seed": seed}
     for name, overrides in PLATEAU.items():
-        rows = standin_lessons.curriculum_rows(failure_lab.rows("training"), seed) if name == "curriculum" else None
-        run = failure_lab.run_training(
+        rows = (
+            standin_lessons.curriculum_rows(failure_experiments.rows("training"), seed)
+            if name == "curriculum"
+            else None
+        )
+        run = failure_experiments.run_training(
             seed, state_dir=state, hyperparameters=overrides, train_rows=rows, metric_keys=PLATEAU_METRICS
         )
         if run.job.failure:
@@ -213,7 +221,7 @@ def statistics(per_seed: list[dict]) -> dict[str, dict[str, Any]]:
     stats["no-play games per 1,000 training rollouts"] = summary(
         [1000 * c["no_play"]["train_no_play"] / c["no_play"]["train_games"] for c in ck]
     )
-    for i, strategy in enumerate(failure_lab.STRATEGIES):
+    for i, strategy in enumerate(failure_experiments.STRATEGIES):
         for key in (
             "signatures",
             "provider_resolutions",
@@ -247,7 +255,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument(
-        "--steps", type=int, default=failure_lab.DEFAULT_RUN["max_steps"], help="steps of the learning-rate runs"
+        "--steps",
+        type=int,
+        default=failure_experiments.DEFAULT_RUN["max_steps"],
+        help="steps of the learning-rate runs",
     )
     parser.add_argument(
         "--only",

@@ -5,7 +5,7 @@ with the course's default offline run: notebook 05's settings (32 prompts x 8 ro
 validation on the 128 held-out words at temperature 0 every 2 steps, learning rate 1e-5, which
 the learner's GRPO scales by `LR_SCALE`), the deployed reasoning effort "low", through the real
 runner, fast lane, rollout handler, game and reward, with an in-memory job
-(`local.failure_lab.MemoryJob`). Then the base and the trained adapter are evaluated on the 128
+(`local.failure_experiments.MemoryJob`). Then the base and the trained adapter are evaluated on the 128
 held-out words at the serving setting (temperature 1, low effort), at temperature 0 and at medium
 effort, through the real agent (fast lane, `--eval-path agent`, the default) or with the batched
 in-process player (`--eval-path batch`).
@@ -84,9 +84,9 @@ from mtrl_course.learner import play as batch_play  # noqa: E402
 from mtrl_course.learner import weights  # noqa: E402
 from mtrl_course.learner.grpo import LR_SCALE  # noqa: E402
 from mtrl_course.learner.lora import Adapter  # noqa: E402
-from mtrl_course.local import failure_lab, fastlane, hub, mlflow_store, runner  # noqa: E402
-from mtrl_course.local.jobruntime import JobRuntimeEmulator  # noqa: E402
-from mtrl_course.local.lm_policy import LearnerPolicy, load_base  # noqa: E402
+from mtrl_course.local import failure_experiments, fastlane, hub, mlflow_store, runner  # noqa: E402
+from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator  # noqa: E402
+from mtrl_course.local.learner_policy import LearnerPolicy, load_base  # noqa: E402
 from wordle_agent import rollout  # noqa: E402
 
 RESULTS = REPO / "experiments" / "results" / "learner_grpo.json"
@@ -171,17 +171,17 @@ def train_one(seed: int, state: Path, hp_overrides: dict, reward: str = "tiered"
 
     offline_backend()  # the in-memory job lives in the offline backend's account
     hp = {name: entry["default"] for name, entry in hub.TRAINING_SPEC.items()}
-    hp.update(failure_lab.DEFAULT_RUN)
+    hp.update(failure_experiments.DEFAULT_RUN)
     hp.update(hp_overrides)
     name = f"learner-grpo-s{seed}-{time.strftime('%Y%m%d%H%M%S')}"
     tracking = mlflow_store.ensure_store(state / "mlflow.db")
-    prompts = {"train": failure_lab.rows("training"), "validation": failure_lab.rows("validation")}
-    job = failure_lab.MemoryJob(name, hp, prompts, tracking, experiment="learner-grpo")
+    prompts = {"train": failure_experiments.rows("training"), "validation": failure_experiments.rows("validation")}
+    job = failure_experiments.MemoryJob(name, hp, prompts, tracking, experiment="learner-grpo")
     options = runner.RunnerOptions(
         seed=seed, adapter_dir=state / "adapters", policy=runner.POLICY_LEARNER, reward=reward
     )
     started = time.monotonic()
-    with failure_lab.reasoning_effort(failure_lab.DEPLOYED_EFFORT):
+    with failure_experiments.reasoning_effort(failure_experiments.DEPLOYED_EFFORT):
         runner.train(job, options)
     seconds = time.monotonic() - started
     if job.failure:
@@ -214,7 +214,7 @@ def train_batch(
     """The same GRPO as `train_one`, with the games played by the batched in-process player.
 
     What is the same: the learner, its base, the job's hyperparameters (the service's defaults
-    with `failure_lab.DEFAULT_RUN` and `hp_overrides`), the fresh adapter (`lm_lane.starting_adapter`),
+    with `failure_experiments.DEFAULT_RUN` and `hp_overrides`), the fresh adapter (`learner_lane.starting_adapter`),
     the optimizer (`learner.grpo.optimizer`), the reward (`runner.REWARD_FUNCTIONS`, or the game's
     own `final_reward()` for the tiered reward), the group-relative advantages
     (`local.grpo.group_advantages`) and the update (`learner.grpo.update`), the deployed effort, the
@@ -234,17 +234,17 @@ def train_batch(
     from mtrl_course.local.grpo import SCALE_BY_STD, group_advantages
     from mtrl_course.learner import grpo as learner_grpo
     from mtrl_course.learner.threads import one_blas_thread
-    from mtrl_course.local.lm_lane import starting_adapter
+    from mtrl_course.local.learner_lane import starting_adapter
     from mtrl_course.service_spec import TrainingHyperparameters
 
-    hp = TrainingHyperparameters.unbounded({**failure_lab.DEFAULT_RUN, **hp_overrides})
+    hp = TrainingHyperparameters.unbounded({**failure_experiments.DEFAULT_RUN, **hp_overrides})
     params, model_config, _ = load_base()
     adapter = starting_adapter(hp, None, seed, Path(tempfile.gettempdir()))
     assert not isinstance(adapter, str)
     optimizer = learner_grpo.optimizer(hp)
     score = runner.REWARD_FUNCTIONS.get(reward, lambda game: game.final_reward())
-    answers = [answer_of(t) for t in failure_lab.rows("training")]
-    held_out = [answer_of(t) for t in failure_lab.rows("validation")]
+    answers = [answer_of(t) for t in failure_experiments.rows("training")]
+    held_out = [answer_of(t) for t in failure_experiments.rows("validation")]
     prompts = hp.global_batch_size  # prompts a step (the service counts the batch in prompts)
     steps_per_epoch = len(answers) // prompts
     total = min(hp.max_steps, hp.max_epochs * steps_per_epoch)
@@ -270,7 +270,7 @@ def train_batch(
             model_config,
             held_out,
             temperature=0.0,
-            effort=failure_lab.DEPLOYED_EFFORT,
+            effort=failure_experiments.DEPLOYED_EFFORT,
             seed=seed,
             adapter=adapter,
             max_tokens=hp.sampling_max_tokens,
@@ -300,7 +300,7 @@ def train_batch(
                 temperature=hp.temperature,
                 top_p=hp.sampling_top_p,
                 max_tokens=hp.sampling_max_tokens,
-                effort=failure_lab.DEPLOYED_EFFORT,
+                effort=failure_experiments.DEPLOYED_EFFORT,
                 seed=int(rng.integers(1 << 30)),
                 adapter=adapter,
                 batch=256,
@@ -430,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
         overrides["max_steps"] = args.max_steps
     if args.max_epochs is not None:
         overrides["max_epochs"] = args.max_epochs
-    tasks = failure_lab.rows("validation")
+    tasks = failure_experiments.rows("validation")
     evaluate = eval_agent if args.eval_path == "agent" else eval_batch
     _, _, base_id = load_base()
     import subprocess

@@ -65,8 +65,8 @@ os.environ.setdefault("MTRL_MODE", "offline")
 
 from mtrl_course.learner import play as batch_play  # noqa: E402
 from mtrl_course.learner.grpo import LR_SCALE  # noqa: E402
-from mtrl_course.local import failure_lab  # noqa: E402
-from mtrl_course.local.lm_policy import load_base  # noqa: E402
+from mtrl_course.local import failure_experiments  # noqa: E402
+from mtrl_course.local.learner_policy import load_base  # noqa: E402
 from wordle_agent.words import ALLOWED, ENTROPY  # noqa: E402
 
 
@@ -123,7 +123,7 @@ def curriculum_priors(answers: list[str], seed: int) -> list[list[str]]:
 def evaluate(adapter: Any, *, temperature: float, effort: str, seed: int) -> dict[str, Any]:
     """The held-out words at one setting: at temperature 0 one pass, else EVAL_SEEDS passes."""
     params, model_config, _ = load_base()
-    words = [learner_grpo.answer_of(t) for t in failure_lab.rows("validation")]
+    words = [learner_grpo.answer_of(t) for t in failure_experiments.rows("validation")]
     passes = 1 if temperature == 0 else EVAL_SEEDS
     games = []
     for k in range(passes):
@@ -161,7 +161,7 @@ def run_seed(
         save()
     progress.update(1)
     out.setdefault("arms", {})
-    answers = [learner_grpo.answer_of(t) for t in failure_lab.rows("training")]
+    answers = [learner_grpo.answer_of(t) for t in failure_experiments.rows("training")]
     for arm in arms:
         if arm in out["arms"]:
             progress.update(1)

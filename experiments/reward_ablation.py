@@ -1,6 +1,6 @@
 """The reward ablation of notebook 09, trained for real: outcome-only, tiered and legacy rewards.
 
-Every number here is the offline stand-in policy's (`mtrl_course.local.policy`), never a real
+Every number here is the offline stand-in policy's (`mtrl_course.local.stand_in_policy`), never a real
 model's. Each arm trains the base stand-in from scratch through the real offline runner (fast
 lane, real rollout handler, game and GRPO) with one reward variant (`RunnerOptions.reward`), at
 the same seed and budget as the other arms: STEPS steps of BATCH prompts x GROUP rollouts, no
@@ -13,7 +13,7 @@ the deployed effort.
     python experiments/reward_ablation.py --seeds 1 2 3          # writes results/reward_ablation.json
     python experiments/reward_ablation.py --seeds 1 --steps 3 --no-write   # a quick look
 
-Per arm the JSON holds the per-step statistics (`reward_lab.step_stats`), the reward the runner
+Per arm the JSON holds the per-step statistics (`reward_designs.step_stats`), the reward the runner
 logged (`rollout/reward/mean`, in the arm's own reward's units), the evaluation, and seconds.
 The tiered arm's final adapter of the first seed is saved next to the JSON for the notebook.
 """
@@ -39,9 +39,9 @@ from tqdm import tqdm  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import standin_lessons as lessons  # noqa: E402
 
-from mtrl_course import reward_lab  # noqa: E402
+from mtrl_course import reward_designs  # noqa: E402
 from mtrl_course.local import runner  # noqa: E402
-from mtrl_course.local.policy import Adapter  # noqa: E402
+from mtrl_course.local.stand_in_policy import Adapter  # noqa: E402
 from wordle_agent import rollout  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +62,7 @@ def train_arm(lab: lessons.Lab, seed: int, reward: str, steps: int = STEPS) -> t
         adapter, job, seconds = lab.train(
             seed, reward=reward, global_batch_size=BATCH, group_size=GROUP, max_steps=steps, val_every=0
         )
-    stats = reward_lab.step_stats([g for _, g in observed], [t for t, _ in observed], BATCH * GROUP, GROUP)
+    stats = reward_designs.step_stats([g for _, g in observed], [t for t, _ in observed], BATCH * GROUP, GROUP)
     logged = job.metric("rollout/reward/mean")
     return {
         "steps": stats,
@@ -92,9 +92,9 @@ def summary(per_seed: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str
     out: dict[str, dict[str, dict[str, float]]] = {}
     for reward in REWARDS:
         arms = [per_seed[s][reward] for s in per_seed]
-        table = {f"eval {k}": reward_lab.seed_spread([a["eval"][k] for a in arms]) for k in arms[0]["eval"]}
+        table = {f"eval {k}": reward_designs.seed_spread([a["eval"][k] for a in arms]) for k in arms[0]["eval"]}
         for key in ("solve_rate", "lost_rate", "guesses_per_solve", "zero_adv_outcome_only", "zero_adv_tiered"):
-            table[f"last step {key}"] = reward_lab.seed_spread([a["steps"][-1][key] for a in arms])
+            table[f"last step {key}"] = reward_designs.seed_spread([a["steps"][-1][key] for a in arms])
         out[reward] = table
     return out
 

@@ -1,6 +1,6 @@
 """Does the stand-in policy show the walkthrough's lessons? Measured over seeds, with spreads.
 
-Every number here is the offline stand-in policy's (`mtrl_course.local.policy`), never a real
+Every number here is the offline stand-in policy's (`mtrl_course.local.stand_in_policy`), never a real
 model's; the walkthrough's own figures are cited in BRIEF.md and only its *directions* are
 checked here. Five points (issue 8), each a statistic per seed, then mean, standard deviation and
 standard error across seeds; a point "holds" when its statistic's mean is above twice its
@@ -59,9 +59,9 @@ import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from mtrl_course.local import fastlane, hub, mlflow_store, runner  # noqa: E402
-from mtrl_course.local.failure_lab import MemoryJob  # noqa: E402
-from mtrl_course.local.jobruntime import JobRuntimeEmulator  # noqa: E402
-from mtrl_course.local.policy import BASE_WEIGHTS, FEATURE_NAMES, Adapter, StandInPolicy  # noqa: E402
+from mtrl_course.local.failure_experiments import MemoryJob  # noqa: E402
+from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator  # noqa: E402
+from mtrl_course.local.stand_in_policy import BASE_WEIGHTS, FEATURE_NAMES, Adapter, StandInPolicy  # noqa: E402
 from mtrl_course.training import OFFLINE_HYPERPARAMETERS, WALKTHROUGH_OVERRIDES  # noqa: E402
 from wordle_agent import rollout  # noqa: E402
 from wordle_agent.words import ALLOWED, ENTROPY  # noqa: E402

@@ -70,7 +70,7 @@ def quiet_loggers() -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Block every non-loopback connection for the whole run, before any test imports a client.
 
-    The offline stack's guard refuses connections and name lookups that would leave the
+    The offline backend's guard refuses connections and name lookups that would leave the
     machine; installing it here means a test that forgot to go offline fails loudly instead of
     reaching the network. Subprocesses (the npm fetch of the AgentCore CLI schemas, notebook
     kernels) are not affected: each decides for itself.

@@ -1,17 +1,17 @@
-"""The instructor's run a learner attaches to, as `lab.attach` saves it (shared by the lab tests)."""
+"""The instructor's run a learner attaches to, as `instructor_run.attach` saves it (shared by the lab tests)."""
 
 from __future__ import annotations
 
-from mtrl_course import lab
+from mtrl_course import instructor_run
 
 INSTRUCTOR_RUN = "inst1"
 INSTRUCTOR_BUCKET = "instructor-bucket"
 DATASETS = f"mtrl-wordle/{INSTRUCTOR_RUN}/datasets"
 
 
-def instructor_attachment(account: str, region: str, bucket: str = INSTRUCTOR_BUCKET) -> lab.Attachment:
+def instructor_attachment(account: str, region: str, bucket: str = INSTRUCTOR_BUCKET) -> instructor_run.Attachment:
     """An attachment naming the instructor's job, role, runtime, MLflow app and datasets in `bucket`."""
-    return lab.Attachment(
+    return instructor_run.Attachment(
         run_id=INSTRUCTOR_RUN,
         job_name=f"mtrl-wordle-train-{INSTRUCTOR_RUN}-20261201000000",
         job_status="Completed",

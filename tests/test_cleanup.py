@@ -8,7 +8,7 @@ import json
 
 import pytest
 from mtrl_course import aws, cleanup, config, deploy, iam, naming, run_scope, storage, training
-from mtrl_course.local.runtime import LocalAgentRuntime
+from mtrl_course.local.agent_server import LocalAgentRuntime
 
 REAL_LOOKING = "4" + "0" * 7 + "9876"
 MODEL = iam.BASE_MODEL_ID

@@ -34,26 +34,26 @@ FOUNDATION = {
     "mtrl_course.numerics",
     "mtrl_course.solver",
     "mtrl_course.dataset",
-    "mtrl_course.policy_eval",
+    "mtrl_course.iam_decisions",
     "mtrl_course.netguard",
     "mtrl_course.telemetry",
     "mtrl_course.mlflow_client",
     "mtrl_course.wordlists",
 }
-# Layer 3, one module per course step (and the lessons' toolkits: notebook 09's reward lab, notebook
+# Layer 3, one module per course step (and the lessons' toolkits: notebook 09's reward designs, notebook
 # 05's anatomy of one GRPO update).
 STEPS = {
     f"mtrl_course.{name}"
     for name in (
         "iam preflight deploy smoke storage resources training monitoring evaluation costs plots cleanup "
-        "run_scope lab reward_lab grpo_anatomy learner_results"
+        "run_scope instructor_run reward_designs grpo_anatomy learner_results"
     ).split()
 }
 # Layer 4, the course machinery: the command line, progress bars, the notebooks' bootstrap and
 # curriculum/ (and the package's own face, which imports nothing).
 MACHINERY = {"mtrl_course", "mtrl_course.cli", "mtrl_course.progress", "mtrl_course.notebook"}
-# The seam builds the backend (local.stack) and hands it the path to moto (local.apicall).
-SEAM_MAY_USE = {"mtrl_course.local.stack", "mtrl_course.local.apicall"}
+# The seam builds the backend (local.offline_backend) and hands it the path to moto (local.apicall).
+SEAM_MAY_USE = {"mtrl_course.local.offline_backend", "mtrl_course.local.apicall"}
 # What the deployed agent may import besides the standard library (DESIGN.md, "Packages").
 AGENT_MAY_USE = (
     "strands",
@@ -67,7 +67,7 @@ AGENT_MAY_USE = (
 # coding_agent's environment part (bundled for Nova Forge) uses the standard library only; its
 # stand-in trainer reuses the Wordle stand-in's group-relative update and adapter scale.
 CODING_ENVIRONMENT = {f"coding_agent.{name}" for name in ("env", "sandbox", "jail", "reward", "tasks", "simulator")}
-CODING_MAY_USE_OF_TOOLKIT = {"mtrl_course.local.grpo", "mtrl_course.local.policy"}
+CODING_MAY_USE_OF_TOOLKIT = {"mtrl_course.local.grpo", "mtrl_course.local.stand_in_policy"}
 
 
 def layer(name: str) -> float:
@@ -156,8 +156,9 @@ def up_layer_imports() -> list[tuple[str, str]]:
 
 
 def test_the_graph_sees_the_packages():
-    assert {"wordle_agent.game", "mtrl_course.aws", "mtrl_course.local.stack", "mtrl_course.local"} <= set(GRAPH)
-    assert "mtrl_course.local.stack" in GRAPH[SEAM]
+    expected = {"wordle_agent.game", "mtrl_course.aws", "mtrl_course.local.offline_backend", "mtrl_course.local"}
+    assert expected <= set(GRAPH)
+    assert "mtrl_course.local.offline_backend" in GRAPH[SEAM]
 
 
 def test_type_checking_imports_count(tmp_path, monkeypatch):
@@ -225,6 +226,17 @@ def test_the_face_of_local_names_what_it_offers():
     assert "__getattr__" not in functions
 
 
+def test_no_module_of_local_shadows_a_name_of_the_face():
+    # Importing mtrl_course.local.<name> sets the package's attribute <name> to that module, so a
+    # submodule named like a face function (`backend`, `agent_runtime`, `job_runtime`) would replace
+    # the function for every caller once anything imported the submodule.
+    tree = ast.parse(MODULES[LOCAL].read_text(encoding="utf-8"))
+    face = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))}
+    submodules = {name.rpartition(".")[2] for name in MODULES if name.startswith(LOCAL + ".")}
+    assert {"backend", "agent_runtime", "job_runtime"} <= face
+    assert not face & submodules, sorted(face & submodules)
+
+
 def test_nothing_in_local_imports_back_up():
     for name, targets in GRAPH.items():
         if not name.startswith(LOCAL):
@@ -243,7 +255,7 @@ def test_the_learner_imports_only_the_foundation_and_the_agents_text():
         assert toolkit <= FOUNDATION, f"{name} imports {sorted(toolkit - FOUNDATION)}; the learner sits below local/"
 
 
-def test_the_seam_uses_of_local_only_the_stack_and_the_call():
+def test_the_seam_uses_of_local_only_the_backend_and_the_call():
     local = {t for t in GRAPH[SEAM] if t.startswith(LOCAL)}
     assert local <= SEAM_MAY_USE, sorted(local - SEAM_MAY_USE)
 
@@ -342,7 +354,7 @@ def test_no_module_is_very_long(name):
     # the handlers are a few lines each and call the toolkit).
     exceptions = {
         "mtrl_course.cli": 850,
-        "mtrl_course.local.jobruntime": 950,
+        "mtrl_course.local.job_runtime_emulator": 950,
         "mtrl_course.dataset": 900,
         "mtrl_course.local.runner": 750,
         "coding_agent.tasks": 800,

@@ -10,8 +10,8 @@ import threading
 import pytest
 
 from mtrl_course.local import fastlane
-from mtrl_course.local.jobruntime import JobRuntimeEmulator, ScriptedPolicy
-from mtrl_course.local.policy import StandInPolicy
+from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator, ScriptedPolicy
+from mtrl_course.local.stand_in_policy import StandInPolicy
 from wordle_agent import rollout
 from wordle_agent.reward import NO_PLAY_REWARD
 from wordle_agent.rollout import SYSTEM_PROMPT

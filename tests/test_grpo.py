@@ -12,7 +12,7 @@ import pytest
 from mtrl_course import service_spec
 from mtrl_course.errors import ServiceError
 from mtrl_course.local import grpo
-from mtrl_course.local.policy import (
+from mtrl_course.local.stand_in_policy import (
     BASE_WEIGHTS,
     FORMAT_ROBUST_RADIUS,
     N_FEATURES,

@@ -128,6 +128,6 @@ def test_the_winners_first_reply_is_read_the_same_way_everywhere(step):
 
 
 def test_the_base_is_the_one_the_offline_job_runtime_serves():
-    from mtrl_course.local import lm_policy
+    from mtrl_course.local import learner_policy
 
-    assert ga.BASE_FILE == lm_policy.BASE_FILE
+    assert ga.BASE_FILE == learner_policy.BASE_FILE

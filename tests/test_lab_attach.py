@@ -41,12 +41,12 @@ LEARNER = textwrap.dedent("""
     import json, sys, warnings
     from pathlib import Path
     warnings.filterwarnings("ignore")
-    from mtrl_course import aws, cli, lab, monitoring
+    from mtrl_course import aws, cli, instructor_run, monitoring
     aws.reset_offline(Path(sys.argv[1]))
     code = cli.main(["lab", "attach", sys.argv[2]])
-    attached = lab.attached()
+    attached = instructor_run.attached()
     frame = monitoring.metrics_frame(attached.job_name)
-    results = lab.evaluation_results()
+    results = instructor_run.evaluation_results()
     calls = list(aws.offline_backend().calls)
     print("RESULT " + json.dumps({
         "code": code, "attached": {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(attached).items()},
@@ -101,18 +101,18 @@ def test_a_learner_attaches_to_the_instructors_run_with_only_its_id(tmp_path):
 
 
 def test_attach_names_what_it_could_not_find(tmp_path):
-    from mtrl_course import aws, lab
+    from mtrl_course import aws, instructor_run
 
     aws.reset_offline(tmp_path / "state")
     try:
-        with pytest.raises(lab.NotFound, match="no training job of run 'nobody'"):
-            lab.attach("nobody", save=False)
-        with pytest.raises(lab.NotFound, match="not a run id"):
-            lab.attach("Not-A-Job-Or-Run", save=False)
+        with pytest.raises(instructor_run.NotFound, match="no training job of run 'nobody'"):
+            instructor_run.attach("nobody", save=False)
+        with pytest.raises(instructor_run.NotFound, match="not a run id"):
+            instructor_run.attach("Not-A-Job-Or-Run", save=False)
         with pytest.raises(ValueError, match="run id"):
-            lab.attach("  ")
+            instructor_run.attach("  ")
         with pytest.raises(LookupError, match="not attached"):
-            lab.evaluation_results(None) if lab.attached() is None else None
+            instructor_run.evaluation_results(None) if instructor_run.attached() is None else None
     finally:
         aws.reset_offline(tmp_path / "state")
 
@@ -121,7 +121,7 @@ def test_prepare_in_live_mode_fills_what_the_learner_lacks_from_the_attachment(t
     """resources.prepare() live, for a learner with nothing of their own: the instructor's run."""
     from dataclasses import asdict
 
-    from mtrl_course import aws, config, lab, resources
+    from mtrl_course import aws, config, instructor_run, resources
 
     aws.reset_offline(tmp_path / "state")
     try:
@@ -132,7 +132,7 @@ def test_prepare_in_live_mode_fills_what_the_learner_lacks_from_the_attachment(t
             monkeypatch.delenv(name, raising=False)
         account, region = config.MOTO_ACCOUNT, session.region_name
         attachment = instructor_attachment(account, region)
-        lab.lab_file().write_text(__import__("json").dumps(asdict(attachment)), encoding="utf-8")
+        instructor_run.lab_file().write_text(__import__("json").dumps(asdict(attachment)), encoding="utf-8")
         monkeypatch.setattr(config, "MODE", config.Mode.LIVE)
         found = resources._discover_live(session)
         assert (found.job_role_arn, found.runtime_arn, found.mlflow_app_arn) == (
@@ -147,7 +147,7 @@ def test_prepare_in_live_mode_fills_what_the_learner_lacks_from_the_attachment(t
             attachment.output_s3_uri,
         )
         monkeypatch.setattr(config, "MODE", config.Mode.OFFLINE)
-        assert lab.detach() and lab.attached() is None
+        assert instructor_run.detach() and instructor_run.attached() is None
     finally:
         monkeypatch.setattr(config, "MODE", config.Mode.OFFLINE)
         aws.reset_offline(tmp_path / "state")

@@ -12,8 +12,8 @@ import pytest
 from mtrl_course.learner import model as lm
 from mtrl_course.learner import play
 from mtrl_course.local import fastlane
-from mtrl_course.local.jobruntime import JobRuntimeEmulator
-from mtrl_course.local.lm_policy import BASE_DIR, LearnerPolicy, load_base
+from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator
+from mtrl_course.local.learner_policy import BASE_DIR, LearnerPolicy, load_base
 from wordle_agent import rollout
 
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:job/AgentRFT/learner-play-test"

@@ -13,8 +13,8 @@ from mtrl_course.learner import model as lm
 from mtrl_course.learner import template
 from mtrl_course.learner.tokenizer import VOCAB_SIZE
 from mtrl_course.local import fastlane
-from mtrl_course.local.jobruntime import JobRuntimeEmulator
-from mtrl_course.local.lm_policy import LearnerPolicy
+from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator
+from mtrl_course.local.learner_policy import LearnerPolicy
 from wordle_agent import rollout
 
 CONFIG = lm.ModelConfig(vocab=VOCAB_SIZE, context=96, d_model=16, layers=1, heads=2, mlp_ratio=2)

@@ -9,7 +9,7 @@ import pytest
 from mtrl_course.learner import model as lm
 from mtrl_course.learner import weights
 from mtrl_course.learner.tokenizer import VOCAB_SIZE
-from mtrl_course.local import failure_lab, hub, lm_policy, mlflow_store, runner
+from mtrl_course.local import failure_experiments, hub, learner_policy, mlflow_store, runner
 
 CONFIG = lm.ModelConfig(vocab=VOCAB_SIZE, context=128, d_model=16, layers=1, heads=2, mlp_ratio=2)
 
@@ -19,7 +19,7 @@ def tiny_base(tmp_path, monkeypatch):
     path = weights.save_model(
         tmp_path / "base.safetensors", lm.init_params(CONFIG, np.random.default_rng(0)), CONFIG, "tiny"
     )
-    monkeypatch.setattr(lm_policy, "BASE_FILE", path)
+    monkeypatch.setattr(learner_policy, "BASE_FILE", path)
     return path
 
 
@@ -49,9 +49,9 @@ def test_a_short_learner_job_trains_the_adapter_and_logs_its_metrics(tiny_base, 
             "lora_alpha": 8,
         }
     )
-    rows = failure_lab.rows("training")[:4]
+    rows = failure_experiments.rows("training")[:4]
     tracking = mlflow_store.ensure_store(tmp_path / "mlflow.db")
-    job = failure_lab.MemoryJob("learner-test-job", hp, {"train": rows, "validation": rows[:2]}, tracking)
+    job = failure_experiments.MemoryJob("learner-test-job", hp, {"train": rows, "validation": rows[:2]}, tracking)
     options = runner.RunnerOptions(seed=1, adapter_dir=tmp_path / "adapters", policy=runner.POLICY_LEARNER, workers=4)
     runner.train(job, options)
     assert job.failure is None, job.failure

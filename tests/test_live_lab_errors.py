@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict
 
 import pytest
-from mtrl_course import aws, config, errors, lab, resources, storage
+from mtrl_course import aws, config, errors, instructor_run, resources, storage
 from lab_fixtures import DATASETS, INSTRUCTOR_BUCKET, instructor_attachment
 from mtrl_course.errors import ServiceError
 
@@ -41,15 +41,15 @@ def live():
         config.MODE = previous
 
 
-def attach(session) -> lab.Attachment:
-    """The instructor's run as `lab.attach` saves it; its datasets exist in its bucket."""
+def attach(session) -> instructor_run.Attachment:
+    """The instructor's run as `instructor_run.attach` saves it; its datasets exist in its bucket."""
     account, region = config.MOTO_ACCOUNT, session.region_name
     s3 = session.client("s3")
     s3.create_bucket(Bucket=INSTRUCTOR_BUCKET)
     for key in (f"{DATASETS}/t.jsonl", f"{DATASETS}/v.jsonl"):
         s3.put_object(Bucket=INSTRUCTOR_BUCKET, Key=key, Body=b"{}\n")
     attachment = instructor_attachment(account, region)
-    lab.lab_file().write_text(json.dumps(asdict(attachment)), encoding="utf-8")
+    instructor_run.lab_file().write_text(json.dumps(asdict(attachment)), encoding="utf-8")
     return attachment
 
 

@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 from mtrl_course import aws, config, dataset, service_spec
 from mtrl_course import iam as course_iam
 from mtrl_course.local import hub, service
-from mtrl_course.local.runtime import LocalAgentRuntime
+from mtrl_course.local.agent_server import LocalAgentRuntime
 
 # sagemaker-train registers OmegaConf resolvers with a deprecated call on every train().
 pytestmark = pytest.mark.filterwarnings("ignore:register_new_resolver:UserWarning")

@@ -110,7 +110,10 @@ TIERS = ("test", "test-experiments")
 EXPERIMENT_RERUNS = {
     "standin_lessons.json": ("tests/test_standin_lessons.py", "test_one_seed_rerun_keeps_every_stored_direction"),
     "reward_ablation.json": ("tests/test_reward_ablation.py", "test_one_cheap_arm_reruns_to_the_stored_numbers"),
-    "failure_modes.json": ("tests/test_failure_lab.py", "test_one_cheap_configuration_reproduces_the_stored_steps"),
+    "failure_modes.json": (
+        "tests/test_failure_experiments.py",
+        "test_one_cheap_configuration_reproduces_the_stored_steps",
+    ),
     "composite_rewards.json": ("tests/test_coding_trainer.py", "test_a_stored_run_reproduces_in_the_same_direction"),
     "learner_grpo_outcome_only_long.json": (
         "tests/test_learner_grpo_results.py",

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import requests
-from mtrl_course import config, evaluation, lab, monitoring, progress, service_spec
+from mtrl_course import config, evaluation, instructor_run, monitoring, progress, service_spec
 
 ACCOUNT = config.PLACEHOLDER_ACCOUNT
 REGION = "us-west-2"
@@ -175,7 +175,7 @@ def test_the_labs_evaluation_results(plugin):
             assert service == "sagemaker"
             return SageMaker()
 
-    attachment = lab.Attachment(
+    attachment = instructor_run.Attachment(
         run_id="abc",
         job_name="mtrl-wordle-train-abc-1",
         job_status="Completed",
@@ -189,6 +189,6 @@ def test_the_labs_evaluation_results(plugin):
         output_s3_uri="s3://b/o/",
         evaluation_jobs=(name,),
     )
-    frame = lab.evaluation_results(attachment, Session())
+    frame = instructor_run.evaluation_results(attachment, Session())
     assert list(frame["pass_at_1"]) == [0.375] and list(frame["temperature"]) == [1.0]
     assert_routed_and_signed_for_the_jobs_app(plugin)

@@ -150,7 +150,7 @@ def test_traced_game_plays_the_jobs_adapter_through_the_real_handler_determinist
     import os
 
     from mtrl_course import resources
-    from mtrl_course.local.policy import Adapter
+    from mtrl_course.local.stand_in_policy import Adapter
 
     Adapter(seed=42).save(resources.offline_adapter_dir() / f"{JOB}.json")  # the untrained stand-in
     response = {"JobName": JOB, "JobStatus": "Completed", "JobConfigDocument": json.dumps({"ServiceOutput": {}})}

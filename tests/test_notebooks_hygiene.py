@@ -212,7 +212,7 @@ def test_notebook_hygiene(path: Path) -> None:
 def test_notebook_is_stored_as_nbformat_writes_it(path: Path) -> None:
     """JupyterLab and the executor both save through nbformat. A file stored in another layout (an
     edit written with json.dump, say) changes on its first save in JupyterLab, which
-    tests/test_lab.py then reports, minutes later; this says so at once."""
+    tests/test_jupyter.py then reports, minutes later; this says so at once."""
     text = path.read_text(encoding="utf-8")
     if _differs_from_head(path):
         text = nbfilter.clean_text(text)

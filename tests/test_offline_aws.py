@@ -16,12 +16,12 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, ParamValidationError
 from mtrl_course import aws, config, service_spec
 from mtrl_course.local import hub
-from mtrl_course.local.jobruntime import (
+from mtrl_course.local.job_runtime_emulator import (
     JOB_NOT_FOUND_MESSAGE,
     JobRuntimeEmulator,
     ScriptedPolicy,
 )
-from mtrl_course.local.runtime import LocalAgentRuntime
+from mtrl_course.local.agent_server import LocalAgentRuntime
 
 ACCOUNT = config.MOTO_ACCOUNT
 BUCKET = "mtrl-course-test-bucket"

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The stored-result comparisons re-run in the suite.
 STORED_RERUNS = [
     "tests/test_reward_ablation.py::test_one_cheap_arm_reruns_to_the_stored_numbers",
-    "tests/test_failure_lab.py::test_one_cheap_configuration_reproduces_the_stored_steps",
+    "tests/test_failure_experiments.py::test_one_cheap_configuration_reproduces_the_stored_steps",
 ]
 
 

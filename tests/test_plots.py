@@ -226,7 +226,7 @@ def test_token_shares_labels_every_segment_even_a_thin_one():
 
 
 def test_serving_grid_says_what_effort_means_for_the_stand_in():
-    from mtrl_course.local.policy import EFFORTS
+    from mtrl_course.local.stand_in_policy import EFFORTS
 
     note = plots.stand_in_effort_note()
     assert f"low: weighs {EFFORTS['low'].candidates} words, checks {EFFORTS['low'].verified}" in note

@@ -15,8 +15,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 from mtrl_course import aws, config, dataset, service_spec
 from mtrl_course.local import hub, metrics, runner, service
-from mtrl_course.local.policy import LABEL, Adapter
-from mtrl_course.local.runtime import LocalAgentRuntime
+from mtrl_course.local.stand_in_policy import LABEL, Adapter
+from mtrl_course.local.agent_server import LocalAgentRuntime
 
 REGION = config.OFFLINE_REGION
 ACCOUNT = config.MOTO_ACCOUNT

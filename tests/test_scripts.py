@@ -5,7 +5,7 @@ import course` (the module had moved to `curriculum.course_run`) and nothing not
 test or make target ran it and the import sat inside `main()`. So each script is imported here
 (its `main()` does not run), and every import in it, at any depth of the file, is resolved: the
 module, each name taken from it, and each attribute the script reads off an imported module
-(`bench_stack._job_arn`, `course_run.quiet`). It runs in one child process, because importing a
+(`bench_backend._job_arn`, `course_run.quiet`). It runs in one child process, because importing a
 script may set environment variables or change `sys.path`.
 """
 
@@ -88,7 +88,7 @@ def _is_module(dotted: str, script: Path) -> bool:
 
 def test_the_scripts_are_found() -> None:
     names = {p.name for p in SCRIPTS}
-    assert {"stress_transport.py", "bench_stack.py", "bench_sandbox.py", "composite_rewards.py"} <= names
+    assert {"stress_transport.py", "bench_backend.py", "bench_sandbox.py", "composite_rewards.py"} <= names
 
 
 @pytest.mark.slow  # imports every script, so the training stack too: about 5 s of CPU

@@ -12,7 +12,7 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mtrl_course import aws, iam, policy_eval
+from mtrl_course import aws, iam, iam_decisions
 
 
 @pytest.fixture
@@ -83,7 +83,7 @@ def test_a_condition_without_its_context_key_does_not_match_and_is_reported(offl
 )
 def test_the_decision_is_ordered_like_iams(effects, action):
     documents = [{"Statement": [{"Effect": effect, "Action": "*", "Resource": "*"}]} for effect in effects]
-    decision = policy_eval.evaluate_policy(documents, action, "*")
+    decision = iam_decisions.evaluate_policy(documents, action, "*")
     expected = "explicitDeny" if "Deny" in effects else "allowed" if "Allow" in effects else "implicitDeny"
     assert decision == expected
 
@@ -93,7 +93,9 @@ def test_the_course_grants_exactly_what_the_sdk_checks():
 
     assert set(iam.SDK_ROLE_CHECK_ACTIONS) == set(_get_smoke_test_actions("training"))
     services = {
-        s for st_ in iam.job_role_trust_policy()["Statement"] for s in policy_eval.as_list(st_["Principal"]["Service"])
+        s
+        for st_ in iam.job_role_trust_policy()["Statement"]
+        for s in iam_decisions.as_list(st_["Principal"]["Service"])
     }
     assert _expected_trust_services("training") <= services
 
@@ -241,12 +243,12 @@ def test_the_mlflow_app_runs_as_its_own_role_scoped_to_its_bucket(offline):
     assert _simulate(offline, role_arn, "sagemaker:CreateJob", "*")["EvalDecision"] == "implicitDeny"
     caller = iam.caller_passrole_policy(iam.ensure_job_role(session=offline).arn, role_arn)
     context = {"iam:PassedToService": ["sagemaker.amazonaws.com"]}
-    assert policy_eval.evaluate_policy([caller], "iam:PassRole", role_arn, context) == "allowed"
+    assert iam_decisions.evaluate_policy([caller], "iam:PassRole", role_arn, context) == "allowed"
     job_role = iam.ensure_job_role(session=offline).arn
     # The evaluator's CreatePipeline passes the job role to SageMaker too (issue 21 item 4).
-    assert policy_eval.evaluate_policy([caller], "iam:PassRole", job_role, context) == "allowed"
+    assert iam_decisions.evaluate_policy([caller], "iam:PassRole", job_role, context) == "allowed"
     lambda_service = {"iam:PassedToService": ["lambda.amazonaws.com"]}
-    assert policy_eval.evaluate_policy([caller], "iam:PassRole", job_role, lambda_service) == "implicitDeny"
+    assert iam_decisions.evaluate_policy([caller], "iam:PassRole", job_role, lambda_service) == "implicitDeny"
 
 
 # --- issue 21 item 4: the caller policy of notebook 01 lets the caller run the evaluator ----------------

@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from mtrl_course import aws, config, smoke
-from mtrl_course.local.runtime import LocalAgentRuntime
+from mtrl_course.local.agent_server import LocalAgentRuntime
 
 REAL_LOOKING = "4" + "0" * 7 + "9876"
 ARN = f"arn:aws:bedrock-agentcore:us-east-1:{config.MOTO_ACCOUNT}:runtime/WordleMTRL_WordleAgent-ABCDEFGHIJ"
@@ -24,7 +24,7 @@ async def reward_app(scope, receive, send):
         pass
     if scope["path"] == "/invocations":
         logging.getLogger(APP_LOGGER).info("parsed task smoke-test")
-        logging.getLogger("mtrl_course.local.jobruntime").info("refused: 400 Could not find job: x")
+        logging.getLogger("mtrl_course.local.job_runtime_emulator").info("refused: 400 Could not find job: x")
     body = json.dumps({"status": "Healthy"} if scope["path"] == "/ping" else {"reward": -1.5}).encode()
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
     await send({"type": "http.response.body", "body": body})
@@ -172,7 +172,7 @@ def test_capture_collects_runtime_lines_and_restores_the_loggers():
     before = (logger.level, logger.propagate, list(logger.handlers))
     with smoke.capture_runtime_logs() as captured:
         logging.getLogger("wordle_agent.rollout").info("parsed task t1")
-        logging.getLogger("mtrl_course.local.jobruntime").info("refused POST /sample")
+        logging.getLogger("mtrl_course.local.job_runtime_emulator").info("refused POST /sample")
         logging.getLogger("unrelated").warning("not ours")
     assert [(line.source, line.message) for line in captured] == [
         ("agent", "parsed task t1"),

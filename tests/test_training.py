@@ -1,7 +1,7 @@
 """Training toolkit (`mtrl_course.training`), course resources, and offline jobs kept across processes.
 
 The slow tests are the offline acceptance: the SDK's MultiTurnRLTrainer trains the stand-in
-policy on the local stack (base at most 40%, trained at least 85% held-out, within about 90 s),
+policy on the offline backend (base at most 40%, trained at least 85% held-out, within about 90 s),
 the same seed gives the same metrics, a new process attaches to the finished job and evaluates
 its model, and 96 concurrent rollouts through the runtime each report exactly one reward.
 """
@@ -351,7 +351,7 @@ def _metric(job, key: str) -> dict[int, float]:
 @pytest.mark.experiments
 def test_the_default_offline_run_trains_the_stand_in_within_budget(default_run, capsys):
     job, seconds = default_run
-    # How long it took is measured by benchmarks/bench_stack.py and printed by `mtrl course`, not
+    # How long it took is measured by benchmarks/bench_backend.py and printed by `mtrl course`, not
     # asserted here: a timed assertion fails on a loaded machine without anything being wrong.
     assert job.job_status == "Completed" and seconds > 0
     solved = _metric(job, "val/reward/pass_at_1")
@@ -455,7 +455,7 @@ def test_96_concurrent_rollouts_through_the_runtime_each_report_one_reward(offli
     """The real agent app over HTTP (handler, wrap_model, OpenAIModel) against the emulator, 96 at once."""
     from mtrl_course.curriculum import course_run as course
     from mtrl_course.local import fastlane, runner
-    from mtrl_course.local.policy import StandInPolicy
+    from mtrl_course.local.stand_in_policy import StandInPolicy
 
     prompts = course.split_words("validation")
     emulator = runner.job_runtime()  # trusts this test's (fake) credentials

@@ -26,7 +26,7 @@ from coding_agent.env import CodingEnv, EnvConfig, Rollout
 from coding_agent.policy import CoderPolicy, log_prob_gradient
 from coding_agent.reward import MAX_MAGNITUDE, TAUGHT, RewardSpec
 from mtrl_course.local.grpo import Adam, GRPOConfig, group_advantages
-from mtrl_course.local.policy import ADAPTER_SCALE
+from mtrl_course.local.stand_in_policy import ADAPTER_SCALE
 
 # --- every hyperparameter, at the top -----------------------------------------------------------
 STEPS = 30

@@ -18,9 +18,9 @@ everything else to moto:
 | sagemaker DescribeHubContent/ListHubContents | `hub.LocalHub` (the tables of `mtrl_course.service_spec`) |
 | sagemaker Start/Describe/List/StopPipelineExecution(s), ListPipelineExecutionSteps | `pipelines.LocalPipelines`: runs Job steps through the local service |
 | sagemaker CreateArtifact/DescribeArtifact/ListArtifacts (the evaluator's lineage) | `pipelines.LocalLineage` |
-| iam SimulatePrincipalPolicy | `iam_policy.simulate_principal_policy` over the policies moto holds |
-| bedrock-agentcore InvokeAgentRuntime; -control Get/ListAgentRuntimes | `agentcore.RuntimeRegistry`: runtimes registered by `runtime.LocalAgentRuntime` |
-| sagemakerjobruntime Sample/SampleWithResponseStream/CompleteRollout/UpdateReward | `jobruntime_route.JobRuntimeRoute`: the attached `JobRuntimeEmulator`, in-process |
+| iam SimulatePrincipalPolicy | `iam_simulator.simulate_principal_policy` over the policies moto holds |
+| bedrock-agentcore InvokeAgentRuntime; -control Get/ListAgentRuntimes | `agentcore.RuntimeRegistry`: runtimes registered by `agent_server.LocalAgentRuntime` |
+| sagemakerjobruntime Sample/SampleWithResponseStream/CompleteRollout/UpdateReward | `job_runtime_route.JobRuntimeRoute`: the attached `JobRuntimeEmulator`, in-process |
 
 This module is only the seam: the session factory, the network guard, the override and the
 routing table's lookup. `local.backend.OfflineBackend` holds the stand-ins and the table itself.
@@ -44,10 +44,10 @@ from mtrl_course import config, netguard, telemetry
 from mtrl_course.errors import ServiceError
 from mtrl_course.local import apicall
 from mtrl_course.local.apicall import ApiCall
-from mtrl_course.local.stack import INTERNAL_CLIENT_MARK
+from mtrl_course.local.offline_backend import INTERNAL_CLIENT_MARK
 
 if TYPE_CHECKING:
-    from mtrl_course.local.stack import OfflineBackend
+    from mtrl_course.local.offline_backend import OfflineBackend
 
 if TYPE_CHECKING:
     import boto3
@@ -149,15 +149,15 @@ def offline_backend() -> OfflineBackend:
         raise RuntimeError("the offline backend is not available with MTRL_MODE=live")
     with _BACKEND_LOCK:
         if _BACKEND is None:
-            from mtrl_course.local import stack
+            from mtrl_course.local import offline_backend
 
             state_dir = config.STATE_DIR / OFFLINE_STATE_SUBDIR
             _prepare_offline_environment(state_dir)
             install_network_guard()
             _share_botocore_loaders()
-            _BACKEND = stack.OfflineBackend(state_dir)
+            _BACKEND = offline_backend.OfflineBackend(state_dir)
             _install_api_override()
-            stack.set_active(_BACKEND)
+            offline_backend.set_active(_BACKEND)
         return _BACKEND
 
 

@@ -8,7 +8,7 @@ Heavy imports happen inside each command so `mtrl --help` stays instant.
     mtrl evaluate --runs base:1.0 trained:1.0 --effort medium
     mtrl jobs                                 training and evaluation jobs, newest first
 
-Offline (the default) every command runs against the local stack and spends nothing. Live
+Offline (the default) every command runs against the offline backend and spends nothing. Live
 (MTRL_MODE=live), `mtrl train` starts a job that bills for hours only with `--yes`.
 
 Progress (tqdm bars, a line per training step or notebook) goes to stderr when it is a
@@ -738,9 +738,9 @@ def _notebooks_sync(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------------------ lab
 def _lab_attach(args: argparse.Namespace) -> int:
-    from mtrl_course import lab
+    from mtrl_course import instructor_run
 
-    return lab.command(args.run_or_job)
+    return instructor_run.command(args.run_or_job)
 
 
 # -------------------------------------------------------------------------------------- cleanup
@@ -936,7 +936,7 @@ def build_parser() -> argparse.ArgumentParser:
         "train",
         "launch a training job (offline: the stand-in's run) or attach to one",
         description="Launch a training job and wait for it (offline: the stand-in policy's run on the "
-        "local stack; live: a billed job, started only with --yes), or report on an existing one. "
+        "offline backend; live: a billed job, started only with --yes), or report on an existing one. "
         "While it runs, a terminal shows a step bar with the latest reward and validation pass@1, "
         "and one line per step; the tables at the end are printed either way.",
     )

@@ -31,7 +31,7 @@ REGION_ADVICE = (
 )
 # The AWS documentation's placeholder account: it appears in the smoke payload, the AgentCore
 # targets file and every committed output. moto's own account (123456789012) is the other
-# placeholder the offline stack uses; a hygiene test rejects any other 12-digit account.
+# placeholder the offline backend uses; a hygiene test rejects any other 12-digit account.
 PLACEHOLDER_ACCOUNT = "111122223333"
 MOTO_ACCOUNT = "123456789012"
 # Fake credentials offline: moto accepts anything, and "testing" is its convention.

@@ -192,7 +192,7 @@ def _job_name(label: str, effort: str, temperature: float) -> str:
 
 # The runtime's reasoning effort is not part of an evaluation job's request (the agent reads it
 # from its environment), and a job the evaluator's pipeline creates is named by the pipeline; so
-# each job carries its effort as a tag, or a lab learner reading the results (lab.evaluation_results)
+# each job carries its effort as a tag, or a lab learner reading the results (instructor_run.evaluation_results)
 # could not tell a low-effort job from a medium-effort one.
 EFFORT_TAG = "reasoning_effort"
 

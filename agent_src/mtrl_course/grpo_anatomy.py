@@ -46,7 +46,7 @@ from mtrl_course.learner.threads import one_blas_thread
 from mtrl_course.resources import DEFAULT_REASONING_EFFORT
 from mtrl_course.service_spec import OFFLINE_OVERRIDES, WALKTHROUGH_OVERRIDES, TrainingHyperparameters
 
-# The committed base model, the one the offline Job Runtime serves (`local.lm_policy.BASE_FILE`).
+# The committed base model, the one the offline Job Runtime serves (`local.learner_policy.BASE_FILE`).
 BASE_FILE = Path(weights.__file__).with_name("base") / "base.safetensors"
 SEED = 0
 # How many training words `choose_group` tries before giving up (each group costs well under a

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mtrl_course import config, policy_eval, service_spec
+from mtrl_course import config, iam_decisions, service_spec
 from mtrl_course.naming import (
     DEFAULT_NOTEBOOK,
     NAME_PREFIX,
@@ -288,9 +288,9 @@ def caller_passrole_policy(job_role_arn: str, mlflow_role_arn: str | None = None
     }
 
 
-_as_list = policy_eval.as_list
-_statements = policy_eval.statements
-_action_matches = policy_eval.action_matches
+_as_list = iam_decisions.as_list
+_statements = iam_decisions.statements
+_action_matches = iam_decisions.action_matches
 
 
 def trust_problems(document: Mapping[str, Any] | str, service: str, actions: Sequence[str]) -> list[str]:
@@ -320,8 +320,8 @@ def trust_problems(document: Mapping[str, Any] | str, service: str, actions: Seq
 
 # --- the policy evaluator (shared with the offline SimulatePrincipalPolicy) ------------------------
 
-ALLOWED, EXPLICIT_DENY, IMPLICIT_DENY = policy_eval.ALLOWED, policy_eval.EXPLICIT_DENY, policy_eval.IMPLICIT_DENY
-evaluate_policy = policy_eval.evaluate_policy
+ALLOWED, EXPLICIT_DENY, IMPLICIT_DENY = iam_decisions.ALLOWED, iam_decisions.EXPLICIT_DENY, iam_decisions.IMPLICIT_DENY
+evaluate_policy = iam_decisions.evaluate_policy
 
 
 # --- sessions and the stand-in policies ---------------------------------------------------------------

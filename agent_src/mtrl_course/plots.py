@@ -331,7 +331,7 @@ def stand_in_effort_note() -> str:
     )
     return (
         "Effort, for the stand-in: how many candidate words it weighs and how many of its best proposals it "
-        f"checks against the clues ({levels}); not gpt-oss's reasoning (mtrl_course/local/policy.py)."
+        f"checks against the clues ({levels}); not gpt-oss's reasoning (mtrl_course/local/stand_in_policy.py)."
     )
 
 

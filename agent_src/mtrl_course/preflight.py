@@ -294,13 +294,13 @@ def stand_ins(versions: Mapping[str, str]) -> list[Check]:
         Check(
             "SageMaker Job Runtime",
             STAND_IN,
-            "loopback emulator (mtrl_course.local.jobruntime): OpenAI-compatible sampling, bearer tokens, rewards",
+            "loopback emulator (mtrl_course.local.job_runtime_emulator): OpenAI-compatible sampling, bearer tokens, rewards",
         ),
-        Check("AgentCore runtime", STAND_IN, "the real agent app served on 127.0.0.1 (mtrl_course.local.runtime)"),
+        Check("AgentCore runtime", STAND_IN, "the real agent app served on 127.0.0.1 (mtrl_course.local.agent_server)"),
         Check(
             "policy model",
             STAND_IN,
-            "a small learnable stand-in policy (mtrl_course.local.policy), not gpt-oss: its numbers are its own",
+            "a small learnable stand-in policy (mtrl_course.local.stand_in_policy), not gpt-oss: its numbers are its own",
         ),
         Check(
             "AWS managed policies",

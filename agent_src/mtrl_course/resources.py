@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtrl_course import config, deploy, errors, iam, lab, naming, storage
+from mtrl_course import config, deploy, errors, iam, instructor_run, naming, storage
 
 MLFLOW_APP_KIND = "mlflow"
 MLFLOW_ROLE_KIND = "mlflow-role"
@@ -539,8 +539,8 @@ def _discover_live(session: Any | None) -> CourseResources:
     region = session.region_name
     account = session.client("sts").get_caller_identity()["Account"]
     missing: list[str] = []
-    # A lab: what the learner's own run lacks comes from the instructor's run (lab.attach).
-    attachment = lab.attached()
+    # A lab: what the learner's own run lacks comes from the instructor's run (instructor_run.attach).
+    attachment = instructor_run.attached()
     if attachment is not None and attachment.region != region:
         attachment = None
 
@@ -624,7 +624,7 @@ def _discover_live(session: Any | None) -> CourseResources:
         raise LookupError(
             f"live mode ({naming.mask_account(account)}, {region}): these course resources are missing:\n  - "
             + "\n  - ".join(missing)
-            + "\nIn a lab, `mtrl lab attach <your instructor's run id>` (or lab.attach(...)) fills them in from the instructor's run."
+            + "\nIn a lab, `mtrl lab attach <your instructor's run id>` (or instructor_run.attach(...)) fills them in from the instructor's run."
         )
     resources = CourseResources(
         mode=config.MODE.value,

@@ -101,7 +101,7 @@ WALKTHROUGH_OVERRIDES: dict[str, Any] = {"sampling_max_tokens": 8192, "max_epoch
 # on the 128 held-out words at steps 0, 2, 4, ..., 10. The learning rate is 1e-5, which a public
 # Wordle sample's README calls the documented default (the docs' table says 4e-5, aws-docs.md
 # §1.3). The AWS walkthrough recommends no rate: of the defaults it changes only the three above.
-# `mtrl_course.training` plans jobs with it and `local.failure_lab` runs it in memory: both read
+# `mtrl_course.training` plans jobs with it and `local.failure_experiments` runs it in memory: both read
 # it here.
 OFFLINE_OVERRIDES: dict[str, Any] = {
     "global_batch_size": 32,
@@ -328,7 +328,7 @@ class TrainingHyperparameters:
     def unbounded(cls, given: Mapping[str, Any] | None = None) -> TrainingHyperparameters:
         """Like `resolve`, names and types checked the same way, but no range or enum.
 
-        For in-memory lab runs (`local.failure_lab`, the experiments), which go below the service's
+        For in-memory experiment runs (`local.failure_experiments`, the experiments), which go below the service's
         minimums on purpose (a batch of 4 prompts keeps a test fast); no job of the service does.
         """
         relaxed = {

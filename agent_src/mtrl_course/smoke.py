@@ -65,7 +65,7 @@ CONNECT_TIMEOUT_S = 10.0
 # The agent's own progress lines (parsed task, token signed, policy errors, CompleteRollout).
 AGENT_LOGGERS = ("wordle_agent", "sagemaker.train.rft")
 # Offline only: the Job Runtime emulator's view of the same calls (what the service would log).
-JOB_RUNTIME_LOGGER = "mtrl_course.local.jobruntime"
+JOB_RUNTIME_LOGGER = "mtrl_course.local.job_runtime_emulator"
 AGENT_SOURCE = "agent"
 JOB_RUNTIME_SOURCE = "Job Runtime (offline stand-in)"
 CLOUDWATCH_SOURCE = "runtime log (CloudWatch)"

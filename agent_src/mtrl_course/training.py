@@ -326,12 +326,12 @@ def attach(job_name: str) -> Any:
 def latest_job(status: str | None = None, *, name_contains: str | None = None) -> str | None:
     """Name of the newest training job (optionally with this status or name part), or None.
 
-    After `lab.attach(...)`, the attached run's job when it has `status`: in a lab account the
+    After `instructor_run.attach(...)`, the attached run's job when it has `status`: in a lab account the
     newest job may be another learner's.
     """
-    from mtrl_course import aws, lab
+    from mtrl_course import aws, instructor_run
 
-    attachment = lab.attached() if config.is_live() and name_contains is None else None
+    attachment = instructor_run.attached() if config.is_live() and name_contains is None else None
     if attachment is not None:
         current = aws.session().client("sagemaker").describe_job(JobName=attachment.job_name, JobCategory=JOB_CATEGORY)
         if status is None or current.get("JobStatus") == status:

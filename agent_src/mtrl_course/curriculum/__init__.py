@@ -9,7 +9,7 @@
 | `site` | `make site`: the course as a static website, generated from the catalog |
 | `student` | `make student`: output-free copies of the notebooks in `student/` |
 | `nbfilter` | the notebooks' git clean filter and JupyterLab pre-save hook (metadata only) |
-| `lab` | `make lab`: JupyterLab with this environment's kernel and clean saves |
+| `jupyter` | `make lab`: JupyterLab with this environment's kernel and clean saves |
 
 The lessons themselves import `mtrl_course.notebook` (their bootstrap) and the step modules.
 """

@@ -3,7 +3,7 @@
 Each stage prints a short table and the numbers it measured:
 1. the word data and its checksums; 2. the two dataset splits; 3. the held-out words played by
 the reference solver through the real rollout handler (the yardstick); 4. offline training with
-the SDK's own MultiTurnRLTrainer against the local stack (a small stand-in policy learns), then
+the SDK's own MultiTurnRLTrainer against the offline backend (a small stand-in policy learns), then
 base against trained on the held-out words with evaluation jobs at the serving setting
 (temperature 1.0, the deployed reasoning effort) and at temperature 0 (the training curve's).
 """
@@ -28,7 +28,7 @@ EVAL_TEMPERATURES = (SERVING_TEMPERATURE, GREEDY_TEMPERATURE)
 # most 40% held-out, trained at least 85%.
 BASE_MAX_SOLVE_RATE = 0.40
 TRAINED_MIN_SOLVE_RATE = 0.85
-# At temperature 0 the stand-in's greedy decoding loops on undecided turns (local/policy.py), so
+# At temperature 0 the stand-in's greedy decoding loops on undecided turns (local/stand_in_policy.py), so
 # the trained policy must still beat the base there by a clear margin, and must solve fewer words
 # than when sampled: the course's "the curve is not the serving number". Direction, not size.
 GREEDY_MIN_GAIN = 0.25

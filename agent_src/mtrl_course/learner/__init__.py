@@ -1,7 +1,7 @@
 """The learner: a tiny autoregressive language model that plays Wordle offline and learns by GRPO.
 
 Offline nothing can serve gpt-oss-20b, so the offline laboratory can put this model behind the
-Job Runtime emulator instead (behind a switch; the stand-in policy in `mtrl_course.local.policy`
+Job Runtime emulator instead (behind a switch; the stand-in policy in `mtrl_course.local.stand_in_policy`
 stays the default). It is a real language model, only small: a character-level decoder-only
 transformer in numpy (`model`), with a tokenizer and chat template that render the Strands
 agent's OpenAI-format messages (`tokenizer`, `template`), a sampler (`sampler`), LoRA adapters

@@ -9,7 +9,7 @@ package imports the seam or a step module (tests/test_design.py checks the rule)
 
 | you want to | call |
 |---|---|
-| the running offline backend (moto + every stand-in; `local.stack`) | `backend()` |
+| the running offline backend (moto + every stand-in; `local.offline_backend`) | `backend()` |
 | start the real agent app as a local AgentCore runtime | `agent_runtime(name, env)`, `runtime_id_for(name)` |
 | a runtime whose program never serves HTTP (notebook 03) | `NoServerRuntime(...)`, `NO_ENTRYPOINT_PROGRAM` |
 | the Job Runtime emulator the agent samples from | `job_runtime()` |
@@ -56,9 +56,9 @@ if TYPE_CHECKING:
     import numpy as np
 
     from mtrl_course.local.no_server import NoServerRuntime as _NoServerRuntime
-    from mtrl_course.local.policy import Adapter, Effort
-    from mtrl_course.local.runtime import LocalAgentRuntime
-    from mtrl_course.local.stack import OfflineBackend
+    from mtrl_course.local.stand_in_policy import Adapter, Effort
+    from mtrl_course.local.agent_server import LocalAgentRuntime
+    from mtrl_course.local.offline_backend import OfflineBackend
 
 __all__ = [
     "DEFAULT_RUNTIME_NAME",
@@ -103,14 +103,14 @@ __all__ = [
 
 def backend() -> OfflineBackend:
     """The process's running offline backend (the seam starts it on the first AWS session)."""
-    from mtrl_course.local.stack import active
+    from mtrl_course.local.offline_backend import active
 
     return active()
 
 
 def runtime_id_for(name: str) -> str:
     """The AgentCore runtime id a runtime called `name` gets (`<name>-<10 characters>`)."""
-    from mtrl_course.local.runtime import runtime_id_for as _runtime_id_for
+    from mtrl_course.local.agent_server import runtime_id_for as _runtime_id_for
 
     return _runtime_id_for(name)
 
@@ -119,7 +119,7 @@ def agent_runtime(
     name: str = DEFAULT_RUNTIME_NAME, env: Mapping[str, str] | None = None, *, register: bool = True
 ) -> LocalAgentRuntime:
     """A local AgentCore runtime serving the real agent app (not started yet: call `.start()`)."""
-    from mtrl_course.local.runtime import LocalAgentRuntime
+    from mtrl_course.local.agent_server import LocalAgentRuntime
 
     return LocalAgentRuntime(name=name, env=dict(env or {}), register=register)
 
@@ -204,7 +204,7 @@ def adapter_file(package_arn: str | None, directory: Path) -> Path | None:
 
 def load_adapter(path: str | Path) -> Adapter:
     """Read a stand-in adapter package (ValueError naming the file if it is not one)."""
-    from mtrl_course.local.policy import Adapter
+    from mtrl_course.local.stand_in_policy import Adapter
 
     return Adapter.load(path)
 
@@ -217,8 +217,8 @@ class StandInPlayer:
     """
 
     def __init__(self, adapter: Adapter, *, seed: int, job_arn: str):
-        from mtrl_course.local.jobruntime import JobRuntimeEmulator
-        from mtrl_course.local.policy import StandInPolicy
+        from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator
+        from mtrl_course.local.stand_in_policy import StandInPolicy
 
         self.job_arn = job_arn
         self.emulator = JobRuntimeEmulator()
@@ -278,7 +278,7 @@ def serve_and_invoke_once(
     import httpx
     from wordle_agent import rollout
 
-    from mtrl_course.local.policy import StandInPolicy
+    from mtrl_course.local.stand_in_policy import StandInPolicy
 
     emulator = job_runtime().serve()
     emulator.register_job(job_arn, StandInPolicy())
@@ -335,7 +335,7 @@ def invoke_app_in_process(app: Any, task: str, *, job_arn: str, rollout_id: str)
     from wordle_agent import rollout
 
     from mtrl_course import config
-    from mtrl_course.local.policy import StandInPolicy
+    from mtrl_course.local.stand_in_policy import StandInPolicy
 
     emulator = job_runtime().serve()
     if job_arn in emulator.jobs():
@@ -382,7 +382,7 @@ def stand_in_efforts() -> Mapping[str, Effort]:
     """What each reasoning effort means to the stand-in policy (its `EFFORTS` table, read-only)."""
     from types import MappingProxyType
 
-    from mtrl_course.local.policy import EFFORTS
+    from mtrl_course.local.stand_in_policy import EFFORTS
 
     return MappingProxyType(EFFORTS)
 

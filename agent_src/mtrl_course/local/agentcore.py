@@ -1,7 +1,7 @@
 """Offline Bedrock AgentCore control and data plane: the registry of local runtimes.
 
 InvokeAgentRuntime, GetAgentRuntime and ListAgentRuntimes reach the runtimes that
-`local.runtime.LocalAgentRuntime` registers here.
+`local.agent_server.LocalAgentRuntime` registers here.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from mtrl_course.local.apicall import JSON, ApiCall
 logger = logging.getLogger(__name__)
 
 # ----------------------------------------------------------------------------------------------
-# AgentCore runtimes (served by local.runtime.LocalAgentRuntime)
+# AgentCore runtimes (served by local.agent_server.LocalAgentRuntime)
 
 # AgentCore's rule for runtimeSessionId (botocore SessionType: 33 to 256 characters).
 SESSION_ID_MIN, SESSION_ID_MAX = 33, 256

@@ -41,7 +41,7 @@ from typing import Any
 from strands.models.openai import OpenAIModel
 
 from mtrl_course.local.provider import InProcessModel
-from mtrl_course.local.jobruntime import JobRuntimeEmulator, JobRuntimeError
+from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator, JobRuntimeError
 from wordle_agent import rollout
 
 logger = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ One training step of the local MTRL service:
    only bites when samples come from an older adapter.
 4. Adam (with the service's beta1, beta2, eps, decoupled weight decay and gradient-norm clipping)
    takes one ascent step on the adapter. Its step is learning_rate x lora_alpha / lora_rank x
-   `policy.ADAPTER_SCALE` (see the policy's docstring for why the scale exists).
+   `stand_in_policy.ADAPTER_SCALE` (see the policy's docstring for why the scale exists).
 
 Everything is numpy in a fixed order, so the same batch gives the same update, bit for bit.
 """
@@ -41,7 +41,7 @@ import numpy as np
 
 from mtrl_course.numerics import matvec
 from mtrl_course.service_spec import LOSS_FUNCTIONS, TrainingHyperparameters, training_defaults
-from mtrl_course.local.policy import (
+from mtrl_course.local.stand_in_policy import (
     ADAPTER_SCALE,
     BASE_WEIGHTS,
     FORMATS,

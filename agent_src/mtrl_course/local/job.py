@@ -37,7 +37,7 @@ def _now() -> dt.datetime:
 
 
 # ----------------------------------------------------------------------------------------------
-# What the service needs from the rest of the offline stack
+# What the service needs from the rest of the offline backend
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mtrl_course.local.policy import NO_CALL, RAW_TEXT
+from mtrl_course.local.stand_in_policy import NO_CALL, RAW_TEXT
 
 # A rollout succeeds when its reward reaches the threshold (the hyperparameter table's rule).
 DEFAULT_SUCCESS_THRESHOLD = 1.0

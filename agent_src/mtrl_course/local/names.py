@@ -1,6 +1,6 @@
 """The names of the offline world a caller may need without starting it: lanes, faults, defaults.
 
-Stated once here and imported by the modules that use them (`runner`, `runtime`, `no_server`,
+Stated once here and imported by the modules that use them (`runner`, `agent_server`, `no_server`,
 `mlflow_apps`) and by the face (`mtrl_course.local`), so step modules and notebooks read them
 as `local.FAULT_RESTART` without importing the runner (several seconds) or anything else heavy.
 Standard library only.

@@ -17,8 +17,8 @@ from typing import Any
 from mtrl_course import config
 from mtrl_course.errors import ServiceError
 from mtrl_course.local.names import INIT_TIMEOUT_MESSAGE, NO_ENTRYPOINT_PROGRAM, NO_SERVER_NAME, OFFLINE_INIT_TIMEOUT_S
-from mtrl_course.local.runtime import runtime_id_for
-from mtrl_course.local.stack import active as offline_backend
+from mtrl_course.local.agent_server import runtime_id_for
+from mtrl_course.local.offline_backend import active as offline_backend
 
 PORT_POLL_S = 0.1
 PROGRAM_STOP_TIMEOUT_S = 10.0

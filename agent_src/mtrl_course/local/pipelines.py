@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from mtrl_course.errors import ServiceError
 from mtrl_course.local.apicall import JSON, ApiCall
 from mtrl_course.local.apicall import now as _now
-from mtrl_course.local.iam_policy import decision, trusts
+from mtrl_course.local.iam_simulator import decision, trusts
 
 if TYPE_CHECKING:
     from mtrl_course.local.service import LocalMTRLService

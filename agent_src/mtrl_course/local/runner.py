@@ -2,7 +2,7 @@
 
 The local MTRL service (`mtrl_course.local.service`) validates CreateJob, walks the job through
 Starting, Downloading and Pending, then calls a runner with the `LocalJob`. These runners do what
-the real service does from there, with the stand-in policy (`mtrl_course.local.policy`) in place
+the real service does from there, with the stand-in policy (`mtrl_course.local.stand_in_policy`) in place
 of the base model, and report through the job's methods (secondary status, ProgressInfo,
 RolloutInfo, billable tokens, MLflow details, the output model package, FailureReason).
 
@@ -85,7 +85,7 @@ import numpy as np
 from mtrl_course import config
 from mtrl_course.service_spec import TrainingHyperparameters
 from mtrl_course.local import fastlane, grpo, metrics
-from mtrl_course.local.jobruntime import JobRuntimeEmulator, TrajectoryRecord
+from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator, TrajectoryRecord
 from mtrl_course.local.names import (
     FAULT_AGENT_ERROR,
     FAULT_AUTH,
@@ -96,7 +96,7 @@ from mtrl_course.local.names import (
     LANE_FULL,
     LANES,
 )
-from mtrl_course.local.policy import LABEL, Adapter, StandInPolicy
+from mtrl_course.local.stand_in_policy import LABEL, Adapter, StandInPolicy
 from wordle_agent import rollout
 from wordle_agent.reward import legacy_reward, outcome_reward
 
@@ -129,7 +129,7 @@ STANDIN_TAG_VALUE = (
 NO_SAMPLES = "No sampling requests were received"
 # Which model plays (a runner option, or this environment variable for a whole process): the
 # stand-in policy (the default) or the learner, a tiny language model (`mtrl_course.learner`,
-# served by `local.lm_policy`, trained by `local.lm_lane`).
+# served by `local.learner_policy`, trained by `local.learner_lane`).
 POLICY_ENV = "MTRL_OFFLINE_POLICY"
 POLICY_STANDIN, POLICY_LEARNER = "standin", "learner"
 POLICIES = (POLICY_STANDIN, POLICY_LEARNER)
@@ -223,7 +223,7 @@ def job_runtime() -> JobRuntimeEmulator:
     attached to the backend, so boto3 `sagemakerjobruntime` calls reach it too.
     """
     global _EMULATOR
-    from mtrl_course.local.stack import active as offline_backend
+    from mtrl_course.local.offline_backend import active as offline_backend
 
     backend = offline_backend()
     with _EMULATOR_LOCK:
@@ -354,7 +354,7 @@ class _JobSession:
         timeout_s: float,
         max_retries: int,
     ) -> None:
-        from mtrl_course.local.stack import active as offline_backend
+        from mtrl_course.local.offline_backend import active as offline_backend
 
         self.job = job
         self.options = options
@@ -363,7 +363,7 @@ class _JobSession:
         self.generation = getattr(self.runtime, "generation", 0)
         default_workers = FAST_LANE_WORKERS if options.lane == LANE_FAST else FULL_LANE_WORKERS
         if options.policy == POLICY_LEARNER and options.lane == LANE_FAST:
-            from mtrl_course.local.lm_lane import LEARNER_WORKERS
+            from mtrl_course.local.learner_lane import LEARNER_WORKERS
 
             default_workers = LEARNER_WORKERS
         self.workers = max(1, min(max_concurrency, options.workers or default_workers))
@@ -768,7 +768,7 @@ class _Training:
         self.job, self.options, self.adapter = job, options, adapter
         self.learner: Any = None
         if options.policy == POLICY_LEARNER:
-            from mtrl_course.local.lm_lane import LearnerTrainee
+            from mtrl_course.local.learner_lane import LearnerTrainee
 
             self.learner = LearnerTrainee(hp, adapter, options.seed)
         self.train_rows, self.val_rows = job.prompts("train"), job.prompts("validation")
@@ -940,21 +940,21 @@ def train(job: ReportingJob, options: RunnerOptions) -> None:
 
 
 def _learner_adapter(job: ReportingJob, options: RunnerOptions) -> Any:
-    from mtrl_course.local import lm_lane
+    from mtrl_course.local import learner_lane
 
-    return lm_lane.training_adapter(job, options.adapter_dir, options.seed)
+    return learner_lane.training_adapter(job, options.adapter_dir, options.seed)
 
 
 def _learner_evaluation_adapter(job: ReportingJob, options: RunnerOptions) -> Any:
-    from mtrl_course.local import lm_lane
+    from mtrl_course.local import learner_lane
 
-    return lm_lane.evaluation_adapter(job, options.adapter_dir)
+    return learner_lane.evaluation_adapter(job, options.adapter_dir)
 
 
 def _publish_learner(job: ReportingJob, options: RunnerOptions, trainee: Any) -> None:
-    from mtrl_course.local import lm_lane
+    from mtrl_course.local import learner_lane
 
-    lm_lane.publish(job, options.adapter_dir, trainee)
+    learner_lane.publish(job, options.adapter_dir, trainee)
 
 
 def _publish(job: ReportingJob, options: RunnerOptions, adapter: Adapter) -> None:
@@ -980,7 +980,7 @@ def evaluate(job: ReportingJob, options: RunnerOptions) -> None:
         return
     rows = job.prompts("evaluation")
     if learner:
-        from mtrl_course.local.lm_policy import LABEL as LEARNER_LABEL, LearnerPolicy
+        from mtrl_course.local.learner_policy import LABEL as LEARNER_LABEL, LearnerPolicy
 
         policy: Any = LearnerPolicy(start, seed=options.seed)
         label = LEARNER_LABEL
@@ -1052,7 +1052,7 @@ def install(service: Any = None, **options: Any) -> None:
     from mtrl_course.local.service import EVALUATION, TRAINING
 
     if service is None:
-        from mtrl_course.local.stack import active as offline_backend
+        from mtrl_course.local.offline_backend import active as offline_backend
 
         service = offline_backend().service
     service.set_runner(TRAINING, make_training_runner(**options))

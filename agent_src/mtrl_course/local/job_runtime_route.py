@@ -39,7 +39,7 @@ class JobRuntimeRoute:
         return self.emulator
 
     def _call(self, function: Callable[[], Any]) -> Any:
-        from mtrl_course.local.jobruntime import JobRuntimeError
+        from mtrl_course.local.job_runtime_emulator import JobRuntimeError
 
         try:
             return function()
@@ -47,12 +47,12 @@ class JobRuntimeRoute:
             raise ServiceError(err.error_type, err.message, err.status) from None
 
     def sample(self, call: ApiCall) -> JSON:
-        from mtrl_course.local import jobruntime
+        from mtrl_course.local import job_runtime_emulator
 
         emulator = self._emulator()
         request = _json_body(call.params["Body"])
         streaming = call.operation == "SampleWithResponseStream"
-        path = jobruntime.SAMPLE_STREAM_PATH if streaming else jobruntime.SAMPLE_PATH
+        path = job_runtime_emulator.SAMPLE_STREAM_PATH if streaming else job_runtime_emulator.SAMPLE_PATH
         response = self._call(
             lambda: emulator.sample(
                 call.params["JobArn"], call.params["TrajectoryId"], request, account=self.account, path=path
@@ -60,7 +60,7 @@ class JobRuntimeRoute:
         )
         if streaming or request.get("stream"):
             include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
-            body = jobruntime.encode_sse(jobruntime.stream_chunks(response, include_usage))
+            body = job_runtime_emulator.encode_sse(job_runtime_emulator.stream_chunks(response, include_usage))
             content_type = "text/event-stream; charset=utf-8"
         else:
             body, content_type = json.dumps(response).encode(), DEFAULT_CONTENT_TYPE

@@ -33,7 +33,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from mtrl_course import config, notebook
-from mtrl_course.curriculum import executor, lab, nbfilter
+from mtrl_course.curriculum import executor, jupyter, nbfilter
 from test_notebooks_hygiene import all_problems, check_metadata
 
 SERVER_STARTUP_TIMEOUT = 90
@@ -189,14 +189,14 @@ def lab_server(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
     for path in config.NOTEBOOKS_DIR.glob("*.ipynb"):
         shutil.copy(path, root / "notebooks")
     token, port = uuid.uuid4().hex, _free_port()
-    jupyter = tmp_path / "jupyter"
+    jupyter_home = tmp_path / "jupyter"
     env = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
     env.update(
         {
-            "JUPYTER_CONFIG_DIR": str(jupyter / "config"),
-            "JUPYTER_RUNTIME_DIR": str(jupyter / "runtime"),
-            "JUPYTERLAB_SETTINGS_DIR": str(jupyter / "settings"),
-            "JUPYTERLAB_WORKSPACES_DIR": str(jupyter / "workspaces"),
+            "JUPYTER_CONFIG_DIR": str(jupyter_home / "config"),
+            "JUPYTER_RUNTIME_DIR": str(jupyter_home / "runtime"),
+            "JUPYTERLAB_SETTINGS_DIR": str(jupyter_home / "settings"),
+            "JUPYTERLAB_WORKSPACES_DIR": str(jupyter_home / "workspaces"),
             "MTRL_MODE": "offline",
             "PYTHONPATH": str(config.REPO_ROOT / "agent_src"),
         }
@@ -205,7 +205,7 @@ def lab_server(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
         sys.executable,
         "-m",
         "jupyterlab",
-        *lab.server_args(root),
+        *jupyter.server_args(root),
         "--no-browser",
         f"--ServerApp.port={port}",
         "--ServerApp.port_retries=0",
@@ -215,7 +215,7 @@ def lab_server(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
         "--MappingKernelManager.cull_idle_timeout=300",
     ]
     log = (tmp_path / "lab.log").open("w")
-    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=lab.lab_env(env), cwd=root)
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=jupyter.lab_env(env), cwd=root)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + SERVER_STARTUP_TIMEOUT

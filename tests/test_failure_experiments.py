@@ -1,4 +1,4 @@
-"""The failure lab (notebook 10): token strategies on real token checks, the SDK's feedback
+"""Notebook 10's failure experiments: token strategies on real token checks, the SDK's feedback
 signatures and the decorator order, training runs with faults, recovery and checkpoints, games at
 a token cap, and one cheap configuration of experiments/failure_modes.py re-run against its
 stored result."""
@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mtrl_course import numerics
-from mtrl_course.local import failure_lab, runner
-from mtrl_course.local.jobruntime import JobRuntimeEmulator
-from mtrl_course.local.policy import Adapter
+from mtrl_course.local import failure_experiments, runner
+from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator
+from mtrl_course.local.stand_in_policy import Adapter
 from mtrl_course.local.tokens import mint_token
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,11 +42,11 @@ def stored() -> dict:
 def small(strategy: str, **kwargs):
     settings = {"concurrency": 8, "rollouts": 16, "calls_per_rollout": 4, "call_latency_s": 0.001}
     settings.update(kwargs)
-    return failure_lab.token_strategies([strategy], **settings)[0]
+    return failure_experiments.token_strategies([strategy], **settings)[0]
 
 
 def test_the_course_cache_signs_once_per_credential_and_loses_no_rollout_across_a_rotation():
-    result = small(failure_lab.STRATEGY_COURSE, provider={"capacity": 64})
+    result = small(failure_experiments.STRATEGY_COURSE, provider={"capacity": 64})
     assert result.failed_rollouts == 0 and result.failed_calls == 0
     # One signature before the rotation, one after the 403 that revealed it; a third at most, when
     # another rollout signed from the session between the token's drop and the session's (the
@@ -56,33 +56,35 @@ def test_the_course_cache_signs_once_per_credential_and_loses_no_rollout_across_
 
 
 def test_a_one_hour_cache_answers_403_after_the_rotation_and_loses_rollouts():
-    result = small(failure_lab.STRATEGY_HOUR)
+    result = small(failure_experiments.STRATEGY_HOUR)
     assert result.signatures == 1
     assert result.rejected_403 > 0 and result.failed_rollouts > 0
 
 
 def test_a_rotation_before_the_first_call_costs_nothing():
-    result = small(failure_lab.STRATEGY_HOUR, rotate_at=0.0)
+    result = small(failure_experiments.STRATEGY_HOUR, rotate_at=0.0)
     # The session resolved the credentials after the rotation: nothing to reject.
     assert result.rejected_403 == 0 and result.failed_rollouts == 0
     assert result.provider_resolutions == 1
 
 
 def test_nothing_rotates_when_the_rotation_comes_after_the_last_call():
-    result = small(failure_lab.STRATEGY_HOUR, rotate_at=1.0)
+    result = small(failure_experiments.STRATEGY_HOUR, rotate_at=1.0)
     assert result.rejected_403 == 0 and result.failed_rollouts == 0
 
 
 def test_signing_per_call_resolves_credentials_per_call():
-    result = small(failure_lab.STRATEGY_FRESH, provider={"capacity": 64, "latency_s": 0.0})
+    result = small(failure_experiments.STRATEGY_FRESH, provider={"capacity": 64, "latency_s": 0.0})
     assert result.signatures == result.provider_resolutions == result.calls
     assert result.starved == 0 and result.failed_rollouts == 0
 
 
 def test_a_capped_provider_starves_callers_that_wait_too_long():
-    provider = failure_lab.CredentialProviderModel(JobRuntimeEmulator(), capacity=1, latency_s=0.0, timeout_s=0.01)
+    provider = failure_experiments.CredentialProviderModel(
+        JobRuntimeEmulator(), capacity=1, latency_s=0.0, timeout_s=0.01
+    )
     provider._slots.acquire()  # another caller holds the only slot
-    with pytest.raises(failure_lab.CredentialStarvation, match="no credential slot within 10 ms"):
+    with pytest.raises(failure_experiments.CredentialStarvation, match="no credential slot within 10 ms"):
         provider.resolve()
     provider._slots.release()
     assert provider.resolve() == provider.current
@@ -91,18 +93,20 @@ def test_a_capped_provider_starves_callers_that_wait_too_long():
 
 def test_a_rotation_revokes_the_old_key_at_the_emulator():
     emulator = JobRuntimeEmulator()
-    provider = failure_lab.CredentialProviderModel(emulator)
-    old = mint_token(*provider.current, failure_lab.REGION)
+    provider = failure_experiments.CredentialProviderModel(emulator)
+    old = mint_token(*provider.current, failure_experiments.REGION)
     assert emulator.authenticate(f"Bearer {old}") == provider.account
     provider.rotate()
-    with pytest.raises(failure_lab.JobRuntimeError, match="Authentication failed"):
+    with pytest.raises(failure_experiments.JobRuntimeError, match="Authentication failed"):
         emulator.authenticate(f"Bearer {old}")
-    assert emulator.authenticate(f"Bearer {mint_token(*provider.current, failure_lab.REGION)}") == provider.account
+    assert (
+        emulator.authenticate(f"Bearer {mint_token(*provider.current, failure_experiments.REGION)}") == provider.account
+    )
 
 
 def test_the_shared_session_drops_only_the_key_that_was_rejected():
-    provider = failure_lab.CredentialProviderModel(JobRuntimeEmulator(), latency_s=0.0)
-    session = failure_lab.SharedSessionModel(provider)
+    provider = failure_experiments.CredentialProviderModel(JobRuntimeEmulator(), latency_s=0.0)
+    session = failure_experiments.SharedSessionModel(provider)
     held = session.credentials()
     session.drop_if_holding("ASIA-SOMETHING-ELSE")
     assert session.credentials() == held and provider.resolutions == 1
@@ -116,21 +120,21 @@ def test_the_shared_session_drops_only_the_key_that_was_rejected():
     [({"strategies": ["sign twice"]}, "unknown strategies"), ({"rotate_at": 1.5}, "rotate_at")],
 )
 def test_bad_token_experiment_settings_are_named(kwargs, message):
-    strategies = kwargs.pop("strategies", failure_lab.STRATEGIES)
+    strategies = kwargs.pop("strategies", failure_experiments.STRATEGIES)
     with pytest.raises(ValueError, match=message):
-        failure_lab.token_strategies(strategies, **kwargs)
+        failure_experiments.token_strategies(strategies, **kwargs)
 
 
 def test_a_provider_model_with_no_capacity_is_refused():
     with pytest.raises(ValueError, match="capacity"):
-        failure_lab.CredentialProviderModel(JobRuntimeEmulator(), capacity=0)
+        failure_experiments.CredentialProviderModel(JobRuntimeEmulator(), capacity=0)
 
 
 # --- the SDK's feedback client and the decorator order ----------------------------------------------
 
 
 def test_reversed_decorators_answer_200_but_record_no_reward(backend):
-    right, reversed_ = failure_lab.decorator_order(reward=0.75)
+    right, reversed_ = failure_experiments.decorator_order(reward=0.75)
     assert right.http_status == reversed_.http_status == 200
     assert right.answer == reversed_.answer == {"reward": 0.75}
     assert right.rewards_recorded == [0.75] and right.feedback_signatures == 2
@@ -144,9 +148,9 @@ def test_the_lab_default_run_is_the_course_default_run():
     from mtrl_course import resources, training
 
     expected = {**training.WALKTHROUGH_OVERRIDES, **training.OFFLINE_HYPERPARAMETERS}
-    assert {k: expected[k] for k in failure_lab.DEFAULT_RUN} == failure_lab.DEFAULT_RUN
-    assert set(training.OFFLINE_HYPERPARAMETERS) <= set(failure_lab.DEFAULT_RUN)
-    assert failure_lab.DEPLOYED_EFFORT == resources.DEFAULT_REASONING_EFFORT
+    assert {k: expected[k] for k in failure_experiments.DEFAULT_RUN} == failure_experiments.DEFAULT_RUN
+    assert set(training.OFFLINE_HYPERPARAMETERS) <= set(failure_experiments.DEFAULT_RUN)
+    assert failure_experiments.DEPLOYED_EFFORT == resources.DEFAULT_REASONING_EFFORT
 
 
 @pytest.mark.parametrize(
@@ -158,13 +162,13 @@ def test_the_lab_default_run_is_the_course_default_run():
     ],
 )
 def test_faults_fail_the_in_memory_job_with_the_service_reason(backend, tmp_path, fault, reason):
-    run = failure_lab.run_training(1, state_dir=tmp_path, hyperparameters={**TINY, "max_steps": 1}, fault=fault)
+    run = failure_experiments.run_training(1, state_dir=tmp_path, hyperparameters={**TINY, "max_steps": 1}, fault=fault)
     assert run.job.failure is not None and reason in run.job.failure
     assert run.adapter is None
 
 
 def test_checkpoints_are_saved_per_step_and_the_last_is_the_output(backend, tmp_path):
-    run = failure_lab.run_training(
+    run = failure_experiments.run_training(
         1,
         state_dir=tmp_path,
         hyperparameters=TINY,
@@ -177,7 +181,7 @@ def test_checkpoints_are_saved_per_step_and_the_last_is_the_output(backend, tmp_
     assert Adapter.load(run.checkpoints[1]).step == 1
     assert sorted(run.metrics["rollout/reward/mean"]) == [1, 2]
     # 2 steps x 4 prompts x 2 rollouts, no validation
-    assert len(run.games) == 16 and 0 <= failure_lab.no_play_count(run.games) <= 16
+    assert len(run.games) == 16 and 0 <= failure_experiments.no_play_count(run.games) <= 16
 
 
 def test_a_negative_checkpoint_interval_is_refused():
@@ -186,16 +190,20 @@ def test_a_negative_checkpoint_interval_is_refused():
 
 
 def test_a_cap_below_the_effort_leaves_every_game_without_a_guess(backend):
-    words = failure_lab.rows("validation")[:4]
-    capped = failure_lab.summarize(failure_lab.play(None, words, seed=1, effort="medium", max_tokens=10))
-    free = failure_lab.summarize(failure_lab.play(None, words, seed=1, effort="medium", max_tokens=8192))
-    assert capped["no_play_share"] == 1.0 and capped["mean_reward"] == failure_lab.NO_PLAY_REWARD
+    words = failure_experiments.rows("validation")[:4]
+    capped = failure_experiments.summarize(
+        failure_experiments.play(None, words, seed=1, effort="medium", max_tokens=10)
+    )
+    free = failure_experiments.summarize(
+        failure_experiments.play(None, words, seed=1, effort="medium", max_tokens=8192)
+    )
+    assert capped["no_play_share"] == 1.0 and capped["mean_reward"] == failure_experiments.NO_PLAY_REWARD
     assert free["no_play_share"] == 0.0
 
 
 def test_summaries_need_games():
     with pytest.raises(ValueError, match="no games"):
-        failure_lab.summarize([])
+        failure_experiments.summarize([])
 
 
 @settings(max_examples=25, deadline=None)
@@ -206,13 +214,13 @@ def test_no_play_counts_games_without_a_policy_guess(games):
             self.policy_guesses = ["CRANE"] * guesses
 
     built = [FakeGame(n) for _, n in games]
-    assert failure_lab.no_play_count(built) == sum(n == 0 for _, n in games)
+    assert failure_experiments.no_play_count(built) == sum(n == 0 for _, n in games)
 
 
 def test_a_missing_split_names_the_file_and_the_fix(monkeypatch, tmp_path):
-    monkeypatch.setattr(failure_lab, "DATA_DIR", tmp_path)
+    monkeypatch.setattr(failure_experiments, "DATA_DIR", tmp_path)
     with pytest.raises(FileNotFoundError, match="training-data.jsonl.*mtrl dataset build"):
-        failure_lab.rows("training")
+        failure_experiments.rows("training")
 
 
 # --- the stored experiment ----------------------------------------------------------------------------
@@ -229,7 +237,9 @@ def test_the_stored_directions_hold(stored):
     stats = stored["statistics"]
     off, on, low = "lr_1e-3_recovery_off", "lr_1e-3_recovery_on", "lr_1e-4_recovery_on"
     # Without recovery every rollout sits at the floor and every group has zero advantage.
-    assert stats[f"{off}: final training reward"]["values"] == [failure_lab.NO_PLAY_REWARD] * len(stored["seeds"])
+    assert stats[f"{off}: final training reward"]["values"] == [failure_experiments.NO_PLAY_REWARD] * len(
+        stored["seeds"]
+    )
     assert stats[f"{off}: final zero-advantage groups (of 32)"]["mean"] == 32
     assert stats[f"{off}: adapter norm change, steps 2 to last"]["mean"] == 0
     # With recovery the signal survives but the format does not fix itself; 1e-4 recovers.
@@ -238,11 +248,14 @@ def test_the_stored_directions_hold(stored):
     assert stats[f"{low}: final raw-text rate"]["mean"] < 0.05
     tokens = {
         s: {k: stats[f"tokens {s}: {k}"]["mean"] for k in ("signatures", "rejected_403", "failed_rollouts")}
-        for s in failure_lab.STRATEGIES
+        for s in failure_experiments.STRATEGIES
     }
-    assert tokens[failure_lab.STRATEGY_COURSE]["failed_rollouts"] == 0
-    assert tokens[failure_lab.STRATEGY_HOUR]["failed_rollouts"] > 0
-    assert tokens[failure_lab.STRATEGY_FRESH]["signatures"] > 100 * tokens[failure_lab.STRATEGY_COURSE]["signatures"]
+    assert tokens[failure_experiments.STRATEGY_COURSE]["failed_rollouts"] == 0
+    assert tokens[failure_experiments.STRATEGY_HOUR]["failed_rollouts"] > 0
+    assert (
+        tokens[failure_experiments.STRATEGY_FRESH]["signatures"]
+        > 100 * tokens[failure_experiments.STRATEGY_COURSE]["signatures"]
+    )
 
 
 @pytest.mark.experiments

@@ -127,7 +127,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from mtrl_course.local.jobruntime import chat_completion
+from mtrl_course.local.job_runtime_emulator import chat_completion
 from mtrl_course.feedback_arrays import encode, entropies
 from mtrl_course.numerics import matvec
 from mtrl_course.local.transcript import Clue, is_over, parse_clue, seeded_clues
@@ -161,7 +161,7 @@ N_FEATURES = len(FEATURE_NAMES)
 TURN_FEATURES = {"fits_early": "fits_clues", "information_early": "information"}
 # The frozen base: anchored on familiar letters (new letters cost, gray ones are even mildly
 # liked), averse to information, barely interested in fitting the clues. Greedy it solves well
-# under 40% of the validation words at any effort (tests/test_policy.py). The overall scale sets
+# under 40% of the validation words at any effort (tests/test_stand_in_policy.py). The overall scale sets
 # how far training must move the weights: at 1x one update already flips most greedy choices,
 # at 3x the learning curve takes a few steps.
 # The base has no turn-dependent habit: the interaction weights start at 0.

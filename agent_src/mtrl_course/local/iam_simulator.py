@@ -7,7 +7,7 @@ import logging
 from typing import Any
 from urllib.parse import unquote
 
-from mtrl_course import policy_eval
+from mtrl_course import iam_decisions
 from mtrl_course.errors import ServiceError
 from mtrl_course.local.apicall import JSON, ApiCall
 
@@ -39,7 +39,7 @@ def simulate_principal_policy(call: ApiCall, iam: Any) -> JSON:
     results = []
     for action in params["ActionNames"]:
         for resource in resources:
-            decision = policy_eval.decide(documents, action, resource, context)
+            decision = iam_decisions.decide(documents, action, resource, context)
             results.append(
                 {
                     "EvalActionName": action,
@@ -56,7 +56,7 @@ def decision(
     iam: Any, principal_arn: str, action: str, resource: str, context: dict[str, list[str]] | None = None
 ) -> str:
     """IAM's decision for one request by `principal_arn` (its identity policies in moto)."""
-    return policy_eval.decide(_principal_policies(iam, principal_arn), action, resource, context).decision
+    return iam_decisions.decide(_principal_policies(iam, principal_arn), action, resource, context).decision
 
 
 def trusts(iam: Any, role_arn: str, service: str) -> bool:
@@ -68,13 +68,13 @@ def trusts(iam: Any, role_arn: str, service: str) -> bool:
         return False
     if isinstance(document, str):
         document = json.loads(unquote(document))
-    for statement in policy_eval.statements(document):
+    for statement in iam_decisions.statements(document):
         principal = statement.get("Principal") or {}
-        services = policy_eval.as_list(principal.get("Service")) if isinstance(principal, dict) else []
+        services = iam_decisions.as_list(principal.get("Service")) if isinstance(principal, dict) else []
         if (
             statement.get("Effect") == "Allow"
             and service in services
-            and policy_eval.action_matches(policy_eval.as_list(statement.get("Action")), "sts:AssumeRole")
+            and iam_decisions.action_matches(iam_decisions.as_list(statement.get("Action")), "sts:AssumeRole")
         ):
             return True
     return False

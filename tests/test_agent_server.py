@@ -15,8 +15,8 @@ from botocore.exceptions import ClientError
 
 import reporting_app  # tests/ is on the path; the app is light to import
 from mtrl_course import aws, config, dataset
-from mtrl_course.local.jobruntime import JOB_NOT_FOUND_MESSAGE, JobRuntimeEmulator, ScriptedPolicy
-from mtrl_course.local.runtime import LocalAgentRuntime, live_group_members, runtime_id_for
+from mtrl_course.local.job_runtime_emulator import JOB_NOT_FOUND_MESSAGE, JobRuntimeEmulator, ScriptedPolicy
+from mtrl_course.local.agent_server import LocalAgentRuntime, live_group_members, runtime_id_for
 from mtrl_course.local.service import ServiceError
 
 SESSION_ID = "course-smoke-test-session-0000000001"  # 36 characters, like the walkthrough's
@@ -120,7 +120,7 @@ def test_stopped_runtime_times_out_like_an_app_without_a_server(offline):
 
 def test_subprocess_mode_serves_the_same_app_with_its_own_environment(offline):
     env = {"PYTHONPATH": os.pathsep.join([TESTS_DIR, os.environ.get("PYTHONPATH", "")]), "REASONING_EFFORT": "medium"}
-    with LocalAgentRuntime("test_local_runtime:tiny_app", name="Child", mode="subprocess", env=env) as runtime:
+    with LocalAgentRuntime("test_agent_server:tiny_app", name="Child", mode="subprocess", env=env) as runtime:
         assert invoke(runtime.arn, b"{}") == {"reward": 0.25, "effort": "medium"}
         assert "REASONING_EFFORT" not in os.environ or os.environ["REASONING_EFFORT"] != "medium"
         runtime.restart(env={"REASONING_EFFORT": "low"})
@@ -330,9 +330,9 @@ def test_bursts_at_and_beyond_the_service_maximum_lose_duplicate_and_hang_nothin
 def test_a_runtime_can_serve_from_several_processes_and_stops_them_all(offline):
     env = {"PYTHONPATH": os.pathsep.join([TESTS_DIR, os.environ.get("PYTHONPATH", "")])}
     with pytest.raises(ValueError, match="subprocess mode"):
-        LocalAgentRuntime("test_local_runtime:tiny_app", name="TwoThreads", workers=2)
+        LocalAgentRuntime("test_agent_server:tiny_app", name="TwoThreads", workers=2)
     runtime = LocalAgentRuntime(
-        "test_local_runtime:tiny_app", name="TwoProcs", mode="subprocess", workers=2, env=env
+        "test_agent_server:tiny_app", name="TwoProcs", mode="subprocess", workers=2, env=env
     ).start()
     group = runtime._process.pid
     try:

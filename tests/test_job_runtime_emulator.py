@@ -37,7 +37,7 @@ from sagemaker.train.rft.adapters.strands import wrap_model
 from strands import Agent, tool
 from strands.models.openai import OpenAIModel
 
-from mtrl_course.local.jobruntime import (
+from mtrl_course.local.job_runtime_emulator import (
     AUTH_FAILED_MESSAGE,
     ERROR_TYPE_HEADER,
     JOB_NOT_FOUND_MESSAGE,

@@ -1,7 +1,7 @@
 """IAM identity-policy evaluation, as IAM decides: explicit deny wins, then allow, else implicit deny.
 
 One evaluator for the whole toolkit: `iam` (step 1's caller-policy table) and the offline
-IAM SimulatePrincipalPolicy (`local.iam_policy`) both use it, so what the course teaches about a
+IAM SimulatePrincipalPolicy (`local.iam_simulator`) both use it, so what the course teaches about a
 policy and what the offline SDK role checks see cannot drift apart.
 
 Covers what the course's and AWS's managed policies use: Allow/Deny, Action/NotAction and

@@ -4,9 +4,9 @@ In a lab, the instructor runs notebooks 01 to 05 (and usually 07) once; learners
 job role, runtime, MLflow app, bucket and datasets. One call finds all of them from the run id
 (or the training job's name) and remembers them for later notebooks and kernels:
 
-    attached = lab.attach("a1b2c3")                      # or a job name; `mtrl lab attach a1b2c3`
+    attached = instructor_run.attach("a1b2c3")            # or a job name; `mtrl lab attach a1b2c3`
     monitoring.metrics_frame(attached.job_name)           # notebook 06, read-only
-    lab.evaluation_results(attached)                      # notebook 07: the instructor's results
+    instructor_run.evaluation_results(attached)           # notebook 07: the instructor's results
 
 Everything comes from the service's own records, not from names: DescribeJob of the training job
 holds the role it ran as, the runtime ARN, the MLflow app, the dataset URIs and the output path;
@@ -244,7 +244,9 @@ def evaluation_results(attachment: Attachment | None = None, session: Any | None
 
     attachment = attachment or attached()
     if attachment is None:
-        raise LookupError("not attached to a run: call lab.attach(run_id) (or `mtrl lab attach RUN_ID`) first")
+        raise LookupError(
+            "not attached to a run: call instructor_run.attach(run_id) (or `mtrl lab attach RUN_ID`) first"
+        )
     sagemaker = _session(session).client("sagemaker")
     default_temperature = service_spec.EVALUATION_SPEC["temperature"]["default"]
     rows = []

@@ -14,7 +14,7 @@ from wordle_agent import reward as R
 from wordle_agent.game import WordleGame
 from wordle_agent.words import ANSWERS
 
-from mtrl_course import reward_lab as L
+from mtrl_course import reward_designs as L
 
 
 def test_legacy_inversions_on_scripted_games():

@@ -1,6 +1,6 @@
-"""Speed of the offline stack: the fast lane, and the full HTTP path against stock settings.
+"""Speed of the offline backend: the fast lane, and the full HTTP path against stock settings.
 
-    python benchmarks/bench_stack.py [--runs 3] [--fast-episodes 256] [--http-episodes 64]
+    python benchmarks/bench_backend.py [--runs 3] [--fast-episodes 256] [--http-episodes 64]
                                      [--concurrency 8] [--stock-episodes 16] [--workers 2]
                                      [--profile-episodes 16] [--profile-only]
 
@@ -18,7 +18,7 @@ agent's model-client settings:
   (in this process) over loopback HTTP with bearer tokens;
 - stock settings: the same runtime, app, handler and transport with a stock `OpenAIModel` (new
   client and SSL context per request, as Strands builds it by default; the child serves
-  `bench_stack:stock_app`, see `stock_factory`), invoked `--concurrency` at a time too: the
+  `bench_backend:stock_app`, see `stock_factory`), invoked `--concurrency` at a time too: the
   comparison that counts, like with like. Also run one at a time (`--stock-episodes`), the setup
   the SDK reference measured at about 2.2 episodes per second on its two cores, for reference: a
   ratio against it mixes in concurrency;
@@ -140,7 +140,7 @@ def _emulator():
 
 def fast_lane(emulator, prompts: list[str], episodes: int, run: int) -> Measure:
     from mtrl_course.local import fastlane
-    from mtrl_course.local.policy import StandInPolicy
+    from mtrl_course.local.stand_in_policy import StandInPolicy
     from mtrl_course.local.runner import FAST_LANE_WORKERS  # as the training runner plays
 
     arn = _job_arn("fast")
@@ -189,7 +189,7 @@ def _group_cpu_s(runtime) -> float:
 
 def over_http(runtime, emulator, prompts: list[str], episodes: int, concurrency: int, run: int, label: str) -> Measure:
     from mtrl_course.local import fastlane
-    from mtrl_course.local.policy import StandInPolicy
+    from mtrl_course.local.stand_in_policy import StandInPolicy
 
     arn = _job_arn(label)
     emulator.register_job(arn, StandInPolicy(seed=SEED))
@@ -252,7 +252,7 @@ _stock_block: Any = None
 
 
 def __getattr__(name: str) -> Any:
-    """`bench_stack:stock_app` (what the stock runtime's child process serves): the agent's app, with
+    """`bench_backend:stock_app` (what the stock runtime's child process serves): the agent's app, with
     `stock_factory` installed for the life of that process. Only the child asks for it."""
     global _stock_block
     if name != STOCK_APP:
@@ -288,7 +288,7 @@ def _process_runtime(app_import: str, name: str, env: dict[str, str], log: Path,
     The agent logs a line now and then (a guess recovered from raw text, say); the child's
     stderr goes to `log`, which is printed if the runtime fails to start.
     """
-    from mtrl_course.local.runtime import LocalAgentRuntime
+    from mtrl_course.local.agent_server import LocalAgentRuntime
 
     here = str(Path(__file__).resolve().parent)
     path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
@@ -370,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
 
     course.quiet()
     logging.getLogger("wordle_agent").setLevel(logging.ERROR)  # a raw-text recovery now and then is expected
-    with tempfile.TemporaryDirectory(prefix="bench-stack-") as state:
+    with tempfile.TemporaryDirectory(prefix="bench-backend-") as state:
         aws.reset_offline(Path(state))  # nothing of this lands in the course's own offline state
         in_process = smoke.local_runtime()  # thread mode; also serves the emulator and trusts the credentials
         emulator = _emulator()
@@ -384,7 +384,9 @@ def main(argv: list[str] | None = None) -> int:
             if not args.profile_only:
                 http_runtime = _process_runtime("wordle_agent.main:app", "BenchAgent", env, log, args.workers)
                 runtimes.append(http_runtime)
-                stock_runtime = _process_runtime(f"bench_stack:{STOCK_APP}", "BenchStockAgent", env, log, args.workers)
+                stock_runtime = _process_runtime(
+                    f"bench_backend:{STOCK_APP}", "BenchStockAgent", env, log, args.workers
+                )
                 runtimes.append(stock_runtime)
                 # A warm-up on each path: imports and first connections are not throughput.
                 fast_lane(emulator, prompts, 4, -1)
@@ -432,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     cpu_ratio = _median([s.cpu_ms_per_episode / h.cpu_ms_per_episode for h, s in zip(http, stock)])
     print()
     print(
-        f"Offline stack, stand-in policy at temperature {TEMPERATURE:g}, medians of {args.runs} runs (wall clock); "
+        f"Offline backend, stand-in policy at temperature {TEMPERATURE:g}, medians of {args.runs} runs (wall clock); "
         f"runtimes with {args.workers} app process(es) each"
     )
     print(

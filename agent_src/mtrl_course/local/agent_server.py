@@ -247,7 +247,7 @@ class LocalAgentRuntime:
         self._saved_env: dict[str, str | None] = {}
         self.registered = (not config.is_live()) if register is None else register
         if self.registered:
-            from mtrl_course.local.stack import active as offline_backend
+            from mtrl_course.local.offline_backend import active as offline_backend
 
             offline_backend().register_runtime(self)
 
@@ -431,7 +431,7 @@ class LocalAgentRuntime:
         self._saved_env.clear()
 
     def _fence(self, invocation: _Invocation) -> None:
-        from mtrl_course.local.jobruntime import serving_emulator
+        from mtrl_course.local.job_runtime_emulator import serving_emulator
 
         ids = _rollout_ids(
             invocation.payload, self.env.get(RUNTIME_ENDPOINT_ENV) or os.environ.get(RUNTIME_ENDPOINT_ENV)
@@ -464,7 +464,7 @@ class LocalAgentRuntime:
         """Stop and unregister from the offline backend."""
         self.stop()
         if self.registered:
-            from mtrl_course.local.stack import active as offline_backend
+            from mtrl_course.local.offline_backend import active as offline_backend
 
             offline_backend().unregister_runtime(self.arn)
             self.registered = False

@@ -3,7 +3,7 @@
 The runner (`mtrl_course.local.runner`) keeps its loop (rollouts through the real agent, groups,
 advantages, validation, MLflow, model packages); with the `policy="learner"` option it hands the
 learner-specific parts to `LearnerTrainee`: which policy serves the rollouts
-(`lm_policy.LearnerPolicy`), the update (token-level GRPO on the LoRA adapter,
+(`learner_policy.LearnerPolicy`), the update (token-level GRPO on the LoRA adapter,
 `mtrl_course.learner.grpo`), the offline-only `learner/*` metrics, and the adapter file saved as
 the output model package (safetensors, next to a package index like the stand-in's).
 
@@ -25,7 +25,7 @@ import numpy as np
 from mtrl_course.learner import grpo as lgrpo
 from mtrl_course.learner import weights
 from mtrl_course.learner.lora import Adapter
-from mtrl_course.local.lm_policy import LABEL, LearnerPolicy, load_base
+from mtrl_course.local.learner_policy import LABEL, LearnerPolicy, load_base
 from mtrl_course.service_spec import TrainingHyperparameters
 
 # Next to the stand-in's index in the runner's adapter directory, so neither reads the other's.

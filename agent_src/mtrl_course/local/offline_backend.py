@@ -44,8 +44,8 @@ class OfflineBackend:
 
         from mtrl_course.local.agentcore import RuntimeRegistry
         from mtrl_course.local.hub import LocalHub
-        from mtrl_course.local.iam_policy import simulate_principal_policy  # noqa: F401 (used in _handlers)
-        from mtrl_course.local.jobruntime_route import JobRuntimeRoute
+        from mtrl_course.local.iam_simulator import simulate_principal_policy  # noqa: F401 (used in _handlers)
+        from mtrl_course.local.job_runtime_route import JobRuntimeRoute
         from mtrl_course.local.mlflow_apps import LocalMlflowApps
         from mtrl_course.local.pipelines import LocalLineage, LocalPipelines
         from mtrl_course.local.service import LocalMTRLService
@@ -87,7 +87,7 @@ class OfflineBackend:
             return self._clients[key]
 
     def _handlers(self) -> dict[tuple[str, str], Callable[[ApiCall], JSON]]:
-        from mtrl_course.local.iam_policy import simulate_principal_policy
+        from mtrl_course.local.iam_simulator import simulate_principal_policy
 
         service, hub, apps, pipes = self.service, self.hub, self.mlflow, self.pipelines
         return {

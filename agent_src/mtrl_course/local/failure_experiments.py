@@ -1,9 +1,9 @@
-"""The failure lab: notebook 10's failures, reproduced on the offline stack, one function each.
+"""Notebook 10's failure experiments, reproduced on the offline backend, one function each.
 
 Everything here runs the real pieces (the rollout handler, the game, the reward, the Job Runtime
 emulator's bearer-token check, the training runner and its GRPO update) with the stand-in policy
-(`mtrl_course.local.policy`); the numbers are the stand-in's, never a real model's. Where a
-failure needs something the offline stack does not have, a *model* of it is built here and
+(`mtrl_course.local.stand_in_policy`); the numbers are the stand-in's, never a real model's. Where a
+failure needs something the offline backend does not have, a *model* of it is built here and
 labelled as one: the credential provider with a capacity cap (`CredentialProviderModel`) and the
 botocore session that holds its credentials (`SharedSessionModel`).
 
@@ -42,8 +42,8 @@ import numpy as np
 from mtrl_course import config
 from mtrl_course.service_spec import OFFLINE_OVERRIDES, WALKTHROUGH_OVERRIDES, TrainingHyperparameters
 from mtrl_course.local import fastlane, mlflow_store, runner
-from mtrl_course.local.jobruntime import JobRuntimeEmulator, JobRuntimeError
-from mtrl_course.local.policy import Adapter, StandInPolicy
+from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator, JobRuntimeError
+from mtrl_course.local.stand_in_policy import Adapter, StandInPolicy
 from mtrl_course.local.tokens import mint_token
 from wordle_agent import auth, rollout
 from wordle_agent.reward import NO_PLAY_REWARD
@@ -392,7 +392,7 @@ def _rewards(record: Any) -> list[float] | None:
 
 
 def _backend_account() -> str:
-    from mtrl_course.local.stack import active
+    from mtrl_course.local.offline_backend import active
 
     return active().account
 
@@ -431,7 +431,7 @@ class MemoryJob:
             base_model=BASE_MODEL, input_model_package_arn=None, output_model_package_group_arn=None, region=REGION
         )
         # Typed, with the service's defaults, and an unknown name refused in its words (not dropped);
-        # ranges are not checked: lab runs go below the service's minimums on purpose.
+        # ranges are not checked: experiment runs go below the service's minimums on purpose.
         self.training_hyperparameters = TrainingHyperparameters.unbounded(hyperparameters)
         self.hyperparameters = self.training_hyperparameters.as_dict()
         self._prompts = prompts

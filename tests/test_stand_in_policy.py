@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mtrl_course.local import fastlane
-from mtrl_course.local.jobruntime import JobRuntimeEmulator
-from mtrl_course.local.policy import (
+from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator
+from mtrl_course.local.stand_in_policy import (
     BASE_WEIGHTS,
     EFFORTS,
     FORMATS,
