@@ -792,8 +792,10 @@ class _Training:
         self.per_epoch = math.ceil(len(self.train_rows) / self.batch)
         self.total_steps = min(hp.max_steps, hp.max_epochs * self.per_epoch)
         self.val_every = hp.val_every if self.val_rows else 0
+        # The gradient's knobs (loss, clip bounds, advantage) and the optimizer are each built from
+        # the job's typed hyperparameters: Adam reads the learning rate from `hp` itself.
         self.config = grpo.GRPOConfig.from_training(hp)
-        self.optimizer = grpo.Adam(self.config)
+        self.optimizer = grpo.Adam(hp)
         self.completed = 0
 
     def run(self) -> None:
@@ -871,7 +873,7 @@ class _Training:
         if self.learner:
             return self._learner_step(step, epoch, tasks, outcomes, groups, advantages, started, rollout_seconds)
         update_started = time.monotonic()
-        self.adapter = grpo.update(self.adapter, batch, self.optimizer, step).adapter
+        self.adapter = grpo.update(self.adapter, batch, self.optimizer, step, self.config).adapter
         update_seconds = time.monotonic() - update_started
         if self.options.checkpoint_every and step % self.options.checkpoint_every == 0:
             self.adapter.save(checkpoint_path(self.options.adapter_dir, self.job.name, step))
