@@ -248,24 +248,20 @@ def stock_factory(endpoint: str, params: dict) -> Any:
 
 
 STOCK_APP = "stock_app"
-_stock_block: Any = None
+_stock_app: Any = None
 
 
 def __getattr__(name: str) -> Any:
-    """`bench_backend:stock_app` (what the stock runtime's child process serves): the agent's app, with
-    `stock_factory` installed for the life of that process. Only the child asks for it."""
-    global _stock_block
+    """`bench_backend:stock_app` (what the stock runtime's child process serves): the agent's app as
+    `wordle_agent.main.build_app` builds it, handed `stock_factory`. Only the child asks for it."""
+    global _stock_app
     if name != STOCK_APP:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from wordle_agent import rollout
-    from wordle_agent.main import app
+    from wordle_agent.main import build_app
 
-    if _stock_block is None:
-        # Kept in a global: a context manager that is garbage-collected closes its generator,
-        # whose `finally` would put the agent's own factory back.
-        _stock_block = rollout.use_model_factory(stock_factory)
-        _stock_block.__enter__()
-    return app
+    if _stock_app is None:
+        _stock_app = build_app(stock_factory)
+    return _stock_app
 
 
 @contextlib.contextmanager
@@ -311,19 +307,24 @@ def _process_runtime(app_import: str, name: str, env: dict[str, str], log: Path,
 
 
 def profile_paths(runtime, emulator, prompts: list[str], episodes: int) -> list[str]:
-    """One rollout at a time through the in-process runtime, sampled: ours, then stock settings."""
+    """One rollout at a time through an app in this process, sampled: ours (`runtime`), then stock
+    settings (a second thread-mode runtime serving `main.build_app(stock_factory)`)."""
     from stack_profile import Sampler
 
-    from wordle_agent import rollout
+    from mtrl_course.local.agent_server import LocalAgentRuntime
+    from wordle_agent.main import build_app
 
+    stock = LocalAgentRuntime(name="BenchStockInProcess", env=runtime.env, app=build_app(stock_factory)).start()
     lines = []
-    for label, factory in (("full HTTP path", None), ("stock settings", stock_factory)):
-        block = rollout.use_model_factory(factory) if factory else contextlib.nullcontext()
-        with block, Sampler() as sampler:
-            over_http(runtime, emulator, prompts, episodes, 1, 0, f"profile-{label.split()[0]}")
-        lines += sampler.profile(episodes).summary(f"{label}, one rollout at a time, app in this process")
-        if os.environ.get("BENCH_PROFILE_DETAIL"):
-            lines += sampler.profile(episodes).details()
+    try:
+        for label, served in (("full HTTP path", runtime), ("stock settings", stock)):
+            with Sampler() as sampler:
+                over_http(served, emulator, prompts, episodes, 1, 0, f"profile-{label.split()[0]}")
+            lines += sampler.profile(episodes).summary(f"{label}, one rollout at a time, app in this process")
+            if os.environ.get("BENCH_PROFILE_DETAIL"):
+                lines += sampler.profile(episodes).details()
+    finally:
+        stock.close()
     return lines
 
 

@@ -26,7 +26,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,6 @@ import standin_lessons as lessons  # noqa: E402
 from mtrl_course import reward_designs  # noqa: E402
 from mtrl_course.local import runner  # noqa: E402
 from mtrl_course.local.stand_in_policy import Adapter  # noqa: E402
-from wordle_agent import rollout  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "reward_ablation.json"
@@ -55,13 +54,27 @@ EVAL_ROLLOUTS = 2
 EVAL_WORDS = 128
 
 
-def train_arm(lab: lessons.Lab, seed: int, reward: str, steps: int = STEPS) -> tuple[dict[str, Any], Adapter]:
-    """One arm's training run: per-step statistics from its own games, and its adapter."""
+def train_arm(
+    lab: lessons.Lab,
+    seed: int,
+    reward: str,
+    steps: int = STEPS,
+    observer: Callable[[str, Any], None] | None = None,
+) -> tuple[dict[str, Any], Adapter]:
+    """One arm's training run: per-step statistics from its own games, and its adapter.
+
+    `observer(task_id, game)`, if given, is handed every game of the run too (notebook 09 reads them).
+    """
     observed: list[tuple[str, Any]] = []
-    with rollout.use_game_observer(lambda task_id, game: observed.append((task_id, game))):
-        adapter, job, seconds = lab.train(
-            seed, reward=reward, global_batch_size=BATCH, group_size=GROUP, max_steps=steps, val_every=0
-        )
+
+    def keep(task_id: str, game: Any) -> None:
+        observed.append((task_id, game))
+        if observer is not None:
+            observer(task_id, game)
+
+    adapter, job, seconds = lab.train(
+        seed, reward=reward, global_batch_size=BATCH, group_size=GROUP, max_steps=steps, val_every=0, observer=keep
+    )
     stats = reward_designs.step_stats([g for _, g in observed], [t for t, _ in observed], BATCH * GROUP, GROUP)
     logged = job.metric("rollout/reward/mean")
     return {

@@ -45,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,11 +149,13 @@ class Lab:
         reward: str = runner.REWARD_TIERED,
         train_rows: list[str] | None = None,
         start: Adapter | None = None,
+        observer: Callable[[str, Any], None] | None = None,
         **overrides: Any,
     ) -> tuple[Adapter, MemoryJob, float]:
         """One training run through the real runner; (adapter, job, seconds).
 
-        `start` continues from an adapter, as a job given an input model package does.
+        `start` continues from an adapter, as a job given an input model package does;
+        `observer(task_id, game)` is handed every finished game of the run.
         """
         hp = {name: entry["default"] for name, entry in hub.TRAINING_SPEC.items()}
         hp.update(WALKTHROUGH_OVERRIDES)
@@ -170,7 +172,8 @@ class Lab:
             job.config.input_model_package_arn = package
         os.environ[rollout.REASONING_EFFORT_ENV] = DEPLOYED_EFFORT
         started = time.monotonic()
-        runner.train(job, runner.RunnerOptions(seed=seed, adapter_dir=self.adapter_dir, reward=reward))
+        options = runner.RunnerOptions(seed=seed, adapter_dir=self.adapter_dir, reward=reward, observer=observer)
+        runner.train(job, options)
         seconds = time.monotonic() - started
         if job.failure:
             raise RuntimeError(f"training run {name} failed: {job.failure}")
@@ -215,41 +218,40 @@ def evaluate(adapter: Adapter, seed: int, *, temperature: float, effort: str, wo
         games[task_id] = game
 
     per_game = []
-    with fastlane.installed(), rollout.use_game_observer(observe):
-        for i, task in enumerate(tasks):
-            task_id = json.loads(task)["id"]
-            for r in range(rollouts):
-                tid = f"e{i:04d}-r{r:02d}"
-                emulator.start_trajectory(arn, tid, rng_key=[runner.PHASE_CODES["eval"], 0, i, r, 0])
-                fastlane.play_episode(emulator, arn, tid, task, temperature=temperature, max_tokens=8192)
-                game = games.pop(task_id)
-                samples = emulator.trajectory(arn, tid).samples
-                # The policy's own probability (temperature 1) of an obscure clean word (fits
-                # every clue, not an answer-list word): the legacy reward's way to farm shaping.
-                obscure = []
-                for sample in samples:
-                    trace = sample.policy_trace
-                    if isinstance(trace, dict) and trace.get("kind") in ("guess", "loop"):
-                        phi = np.asarray(trace["features"])
-                        logits = phi @ weights + np.asarray(trace["offsets"])
-                        prob = np.exp(logits - logits.max())
-                        prob /= prob.sum()
-                        mask = (phi[:, FEATURE_NAMES.index("consistent")] == 1) & (
-                            phi[:, FEATURE_NAMES.index("common_word")] == 0
-                        )
-                        obscure.append(float(prob[mask].sum()))
-                per_game.append(
-                    {
-                        "obscure_prob": float(np.mean(obscure)) if obscure else 0.0,
-                        "reward": float(game.final_reward()),
-                        "solved": bool(game.solved),
-                        "guesses": len(game.guesses),
-                        "loop": any(
-                            isinstance(s.policy_trace, dict) and s.policy_trace.get("kind") == "loop" for s in samples
-                        ),
-                        "completion_tokens": sum(s.completion_tokens for s in samples),
-                    }
-                )
+    for i, task in enumerate(tasks):
+        task_id = json.loads(task)["id"]
+        for r in range(rollouts):
+            tid = f"e{i:04d}-r{r:02d}"
+            emulator.start_trajectory(arn, tid, rng_key=[runner.PHASE_CODES["eval"], 0, i, r, 0])
+            fastlane.play_episode(emulator, arn, tid, task, temperature=temperature, max_tokens=8192, observer=observe)
+            game = games.pop(task_id)
+            samples = emulator.trajectory(arn, tid).samples
+            # The policy's own probability (temperature 1) of an obscure clean word (fits
+            # every clue, not an answer-list word): the legacy reward's way to farm shaping.
+            obscure = []
+            for sample in samples:
+                trace = sample.policy_trace
+                if isinstance(trace, dict) and trace.get("kind") in ("guess", "loop"):
+                    phi = np.asarray(trace["features"])
+                    logits = phi @ weights + np.asarray(trace["offsets"])
+                    prob = np.exp(logits - logits.max())
+                    prob /= prob.sum()
+                    mask = (phi[:, FEATURE_NAMES.index("consistent")] == 1) & (
+                        phi[:, FEATURE_NAMES.index("common_word")] == 0
+                    )
+                    obscure.append(float(prob[mask].sum()))
+            per_game.append(
+                {
+                    "obscure_prob": float(np.mean(obscure)) if obscure else 0.0,
+                    "reward": float(game.final_reward()),
+                    "solved": bool(game.solved),
+                    "guesses": len(game.guesses),
+                    "loop": any(
+                        isinstance(s.policy_trace, dict) and s.policy_trace.get("kind") == "loop" for s in samples
+                    ),
+                    "completion_tokens": sum(s.completion_tokens for s in samples),
+                }
+            )
     emulator.close_job(arn)
     solved = [g for g in per_game if g["solved"]]
     return Evaluation(

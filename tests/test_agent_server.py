@@ -76,6 +76,14 @@ def test_tiny_app_serves_ping_and_invocations_through_boto3(offline):
     assert offline.runtimes.get(runtime.arn) is None  # closing unregisters it
 
 
+def test_an_app_object_is_served_in_thread_mode_only(offline):
+    # An in-process caller serves its own app (`wordle_agent.main.build_app(model, observer)`).
+    with LocalAgentRuntime(name="TinyObject", app=tiny_app) as runtime:
+        assert runtime.invoke({"prompt": "x"})["reward"] == 0.25
+    with pytest.raises(ValueError, match="thread mode"):
+        LocalAgentRuntime(name="TinyChild", mode="subprocess", app=tiny_app)
+
+
 def test_thread_mode_sets_runtime_env_and_restores_it_on_stop(offline, monkeypatch):
     monkeypatch.delenv("REASONING_EFFORT", raising=False)
     runtime = LocalAgentRuntime(f"{__name__}:tiny_app", name="Effort", env={"REASONING_EFFORT": "low"}).start()

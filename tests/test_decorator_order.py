@@ -41,7 +41,7 @@ def test_reversed_decorators_answer_200_but_record_no_reward(offline):
     @sagemaker_rft_handler
     @reversed_app.entrypoint
     def handle_reversed(payload: dict) -> dict:
-        return rollout.run_rollout(payload)
+        return rollout.run_rollout(payload, model=rollout.openai_policy_model)
 
     # The SDK's only hint: a warning that the model client found no rollout context.
     with pytest.warns(UserWarning, match="no rollout context set"):

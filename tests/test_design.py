@@ -195,6 +195,32 @@ def test_the_agent_module_imports_only_its_listed_dependencies():
             assert not extra, f"{name} imports {sorted(extra)}; the deployed agent may use {AGENT_MAY_USE}"
 
 
+def _rebound_globals(name: str) -> list[str]:
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    return [target for node in ast.walk(tree) if isinstance(node, ast.Global) for target in node.names]
+
+
+def test_the_agent_keeps_no_swappable_model_or_observer():
+    # DESIGN.md, "The model-factory seam": every caller hands run_rollout its model (no default)
+    # and its observer; no module of the deployed agent rebinds a module-level name at run time
+    # (the removed `use_model_factory` did, `global _model_factory`).
+    agent = [name for name in MODULES if name.startswith("wordle_agent")]
+    assert "wordle_agent.rollout" in agent and "wordle_agent.main" in agent
+    assert {name: _rebound_globals(name) for name in agent if _rebound_globals(name)} == {}
+    tree = ast.parse(MODULES["wordle_agent.rollout"].read_text(encoding="utf-8"))
+    (run_rollout,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "run_rollout"]
+    positional = [arg.arg for arg in run_rollout.args.args]
+    defaulted = positional[len(positional) - len(run_rollout.args.defaults) :]
+    assert positional[:2] == ["payload", "model"] and "model" not in defaulted
+
+
+def test_the_rebound_global_finder_finds_one(tmp_path, monkeypatch):
+    sample = tmp_path / "swap.py"
+    sample.write_text("_factory = None\n\ndef use(f):\n    global _factory\n    _factory = f\n")
+    monkeypatch.setitem(MODULES, "swap", sample)
+    assert _rebound_globals("swap") == ["_factory"]
+
+
 def test_the_coding_environment_uses_the_standard_library_only():
     for name in CODING_ENVIRONMENT:
         assert name in MODULES, name

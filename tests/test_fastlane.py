@@ -100,7 +100,7 @@ def test_a_handler_exception_is_reported_as_a_failed_rollout(emulator):
     emulator.register_job(arn, StandInPolicy())
     emulator.start_trajectory(arn, "t")
 
-    def broken(payload: dict, model: object = None) -> dict:
+    def broken(payload: dict, model: object, observer: object = None) -> dict:
         raise RuntimeError("the agent crashed")
 
     episode = fastlane.play_episode(emulator, arn, "t", TASK, temperature=1.0, handler=broken)
@@ -108,34 +108,68 @@ def test_a_handler_exception_is_reported_as_a_failed_rollout(emulator):
     assert emulator.trajectory(arn, "t").completion_status == "failed"
 
 
-def test_an_episode_hands_its_rollout_a_model_and_swaps_nothing_process_wide(emulator):
-    built = []
+def test_an_episode_hands_its_rollout_its_own_model_and_the_callers_observer(emulator):
+    seen: dict[str, object] = {}
 
-    def sentinel(endpoint: str, params: dict) -> str:
-        built.append(endpoint)
-        return "sentinel-model"
-
-    seen = []
-
-    def handler(payload: dict, model: object = None) -> dict:
-        # The process's factory is untouched while the episode plays, in this thread and others.
-        seen.append(rollout.current_model_factory())
-        worker = threading.Thread(target=lambda: seen.append(rollout.current_model_factory()))
-        worker.start()
-        worker.join()
-        assert callable(model)
-        seen.append(model("http://ignored", {"temperature": 1.0}))
+    def handler(payload: dict, model: object, observer: object = None) -> dict:
+        seen["model"] = model("http://ignored", {"temperature": 1.0})  # type: ignore[operator]
+        seen["observer"] = observer
         return {"reward": 1.0}
+
+    def observer(task_id: str, game: object) -> None:
+        pass
 
     arn = job_arn("handed")
     emulator.register_job(arn, StandInPolicy())
     emulator.start_trajectory(arn, "t")
-    with rollout.use_model_factory(sentinel):
-        with fastlane.installed():  # kept for old callers: installs nothing
-            episode = fastlane.play_episode(emulator, arn, "t", TASK, temperature=1.0, handler=handler)
-        assert rollout.current_model_factory() is sentinel
-    assert episode.reported == "ready" and seen[:2] == [sentinel, sentinel] and built == []
-    assert isinstance(seen[2], fastlane.FastLaneModel) and seen[2].binding.trajectory_id == "t"
+    with fastlane.installed():  # kept for old callers: installs nothing
+        episode = fastlane.play_episode(emulator, arn, "t", TASK, temperature=1.0, handler=handler, observer=observer)
+    assert episode.reported == "ready" and seen["observer"] is observer
+    assert isinstance(seen["model"], fastlane.FastLaneModel) and seen["model"].binding.trajectory_id == "t"
+
+
+def test_concurrent_episodes_play_their_own_trajectories_and_games(emulator):
+    # Two episodes of two jobs in flight at once, through the real run_rollout: each rollout's
+    # model samples its own trajectory, and each observer is handed its own game only.
+    barrier = threading.Barrier(2, timeout=30)
+    games: dict[str, list] = {"a": [], "b": []}
+    words = {"a": ["SLATE", "PASTE"], "b": ["CRONY", "MIGHT", "PASTE"]}
+    episodes = {}
+
+    def inner(payload: dict, model: object, observer: object = None) -> dict:
+        barrier.wait()  # both rollouts have started before either plays
+        return rollout.run_rollout(payload, model=model, observer=observer)  # type: ignore[arg-type]
+
+    def episode(name: str) -> None:
+        arn = job_arn(f"concurrent-{name}")
+        script = [{"name": "guess_word", "arguments": json.dumps({"guess": word})} for word in words[name]]
+        emulator.register_job(arn, ScriptedPolicy(script))
+        emulator.start_trajectory(arn, name)
+        episodes[name] = (
+            arn,
+            fastlane.play_episode(
+                emulator,
+                arn,
+                name,
+                TASK,
+                temperature=1.0,
+                handler=inner,
+                observer=lambda task_id, game: games[name].append(game),
+            ),
+        )
+
+    threads = [threading.Thread(target=episode, args=(name,)) for name in games]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not barrier.broken
+    for name, (arn, played) in episodes.items():
+        record = emulator.trajectory(arn, name)
+        assert played.reported == "ready" and len(games[name]) == 1
+        # Each game holds the words of its own job's policy, sampled on its own trajectory.
+        assert games[name][0].guesses == words[name] and record.sample_count == len(words[name])
+        assert record.rewards == (games[name][0].final_reward(),)
 
 
 def test_streamed_events_carry_text_tool_calls_and_usage():

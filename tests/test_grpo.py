@@ -212,3 +212,27 @@ def test_the_update_defaults_to_the_service_table_and_takes_every_service_knob_f
     hp = service_spec.TrainingHyperparameters.resolve().replace(**changed)
     taken = grpo.GRPOConfig.from_training(hp)
     assert all(getattr(taken, name) == getattr(hp, name) for name in service_named)
+
+
+def test_adam_reads_the_jobs_hyperparameters_as_they_are_and_steps_as_from_a_config():
+    # The runner hands Adam the job's typed hyperparameters (no GRPOConfig between them and the
+    # learning rate); the step is the one a config with the same values takes, bit for bit.
+    hp = service_spec.TrainingHyperparameters.resolve({"learning_rate": "3e-5", "adam_grad_clip_norm": "0.5"})
+    from_hp, from_config = grpo.Adam(hp), grpo.Adam(grpo.GRPOConfig.from_training(hp))
+    assert from_hp.config is hp
+    assert grpo.adam_step_size(hp) == grpo.GRPOConfig.from_training(hp).step_size
+    rng = np.random.default_rng(3)
+    vector = rng.normal(size=12)
+    for _ in range(3):
+        grad = rng.normal(size=12)
+        stepped = from_hp.step(vector, grad)
+        assert np.array_equal(stepped, from_config.step(vector, grad))
+        vector = stepped
+
+
+def test_an_update_with_adam_from_hyperparameters_needs_the_gradients_config():
+    hp = service_spec.TrainingHyperparameters.resolve()
+    adapter = Adapter()
+    with pytest.raises(TypeError, match="GRPOConfig"):
+        grpo.update(adapter, [], grpo.Adam(hp), step=1)
+    assert grpo.update(adapter, [], grpo.Adam(hp), step=1, config=grpo.GRPOConfig.from_training(hp)).step_norm == 0.0

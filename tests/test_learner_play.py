@@ -29,16 +29,23 @@ def agent_games(base, effort):
     emulator = JobRuntimeEmulator()
     emulator.register_job(ARN, LearnerPolicy(seed=0, base=base, batching=False))
     games = []
-    with rollout.use_game_observer(lambda task_id, game: games.append(game)):
-        for i, word in enumerate(WORDS):
-            tid = f"t{effort}{i}"
-            emulator.start_trajectory(ARN, tid)
-            task = json.dumps({"prompt": play.TASK_TEXT, "answer": word.lower(), "id": tid})
-            env = {rollout.REASONING_EFFORT_ENV: effort}
-            from mtrl_course import config
+    for i, word in enumerate(WORDS):
+        tid = f"t{effort}{i}"
+        emulator.start_trajectory(ARN, tid)
+        task = json.dumps({"prompt": play.TASK_TEXT, "answer": word.lower(), "id": tid})
+        env = {rollout.REASONING_EFFORT_ENV: effort}
+        from mtrl_course import config
 
-            with config.environment(env):
-                fastlane.play_episode(emulator, ARN, tid, task, temperature=0.0, max_tokens=64)
+        with config.environment(env):
+            fastlane.play_episode(
+                emulator,
+                ARN,
+                tid,
+                task,
+                temperature=0.0,
+                max_tokens=64,
+                observer=lambda task_id, game: games.append(game),
+            )
     return games
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import inspect
 import json
 import logging
 import math
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -25,7 +28,7 @@ from fakes.policy_server import (
 )
 from strands.models.model import Model
 
-from wordle_agent import rollout
+from wordle_agent import main, rollout
 from wordle_agent.auth import TokenCache
 from wordle_agent.game import WordleGame
 from wordle_agent.reward import NO_PLAY_REWARD
@@ -36,8 +39,10 @@ from wordle_agent.rollout import (
     parse_task,
     run_rollout,
     sanitize_payload,
-    use_model_factory,
 )
+
+# What the deployed main.py hands every rollout: the Job Runtime's OpenAI-compatible client.
+JOB_RUNTIME = rollout.openai_policy_model
 
 # Calling run_rollout outside the SDK's handler (as these tests do) leaves wrap_model without a
 # rollout context, which it reports with a UserWarning; test_app.py covers the wrapped path.
@@ -165,7 +170,7 @@ def test_sanitize_turns_any_non_object_into_an_empty_task(hostile: object) -> No
 
 
 def test_tool_calls_that_solve_pay_a_solve_reward(server: FakePolicyServer) -> None:
-    result = run_rollout(payload(server))
+    result = run_rollout(payload(server), model=JOB_RUNTIME)
     assert result == {"reward": pytest.approx(tool_call_reward("SLATE", ANSWER))}
     assert result["reward"] >= 1.01
     first = server.chat_requests[0]
@@ -186,8 +191,7 @@ def test_non_streaming_responses_play_the_same_game(server: FakePolicyServer) ->
             stream=False,
         )
 
-    with use_model_factory(non_streaming):
-        result = run_rollout(payload(server))
+    result = run_rollout(payload(server), model=non_streaming)
     assert result["reward"] == pytest.approx(tool_call_reward("SLATE", ANSWER))
     assert server.chat_requests[0].body.get("stream") is False
 
@@ -196,7 +200,7 @@ def test_a_policy_that_never_calls_the_tool_is_nudged_once_then_scores_no_play(
     server: FakePolicyServer,
 ) -> None:
     server.reset(always(Text("Let me think about good openers first.")))
-    assert run_rollout(payload(server)) == {"reward": NO_PLAY_REWARD}
+    assert run_rollout(payload(server), model=JOB_RUNTIME) == {"reward": NO_PLAY_REWARD}
     requests = server.chat_requests
     assert len(requests) == 2
     retry = requests[1].body["messages"]
@@ -209,7 +213,7 @@ def test_raw_text_guesses_are_recovered_with_the_penalty(
 ) -> None:
     server.reset(always(Text('First guess_word("slate"), then <__parameter=guess>CRANE</__parameter>')))
     with caplog.at_level(logging.WARNING, logger="wordle_agent.rollout"):
-        result = run_rollout(payload(server))
+        result = run_rollout(payload(server), model=JOB_RUNTIME)
     expected = WordleGame(ANSWER)
     expected.guess_from_text("SLATE")
     expected.guess_from_text(ANSWER)
@@ -227,7 +231,7 @@ def test_raw_text_recovery_can_be_switched_off_for_experiments(
     monkeypatch.setenv(rollout.RAW_TEXT_RECOVERY_ENV, value)
     assert rollout.read_settings().recover_raw_text is False
     server.reset(always(Text('First guess_word("slate"), then <__parameter=guess>CRANE</__parameter>')))
-    assert run_rollout(payload(server)) == {"reward": NO_PLAY_REWARD}
+    assert run_rollout(payload(server), model=JOB_RUNTIME) == {"reward": NO_PLAY_REWARD}
 
 
 @pytest.mark.parametrize("value", [None, "", "on", "1", "yes", "anything else"])
@@ -241,7 +245,7 @@ def test_raw_text_recovery_is_on_unless_switched_off(monkeypatch: pytest.MonkeyP
 
 def test_recovery_skips_words_already_played_by_tool_calls(server: FakePolicyServer) -> None:
     server.reset(guesses("SLATE", then=Text('Next: {"guess": "slate"} and {"guess": "crane"}')))
-    result = run_rollout(payload(server))
+    result = run_rollout(payload(server), model=JOB_RUNTIME)
     expected = WordleGame(ANSWER)
     expected.guess("SLATE")
     expected.guess_from_text(ANSWER)
@@ -252,7 +256,7 @@ def test_a_403_drops_the_token_and_the_retry_is_signed_again(
     server: FakePolicyServer, isolated_rollout_state: CountingSigner
 ) -> None:
     server.reset(scripted(HttpError(403, "Authentication failed"), then=guesses("SLATE", ANSWER)))
-    result = run_rollout(payload(server))
+    result = run_rollout(payload(server), model=JOB_RUNTIME)
     assert result["reward"] == pytest.approx(tool_call_reward("SLATE", ANSWER))
     assert isolated_rollout_state.calls == 2
     auth = [r.headers["authorization"] for r in server.chat_requests]
@@ -263,7 +267,7 @@ def test_a_403_drops_the_token_and_the_retry_is_signed_again(
 
 def test_persistent_403s_stop_after_bounded_retries(server: FakePolicyServer) -> None:
     server.reset(always(HttpError(403, "Authentication failed")))
-    assert run_rollout(payload(server)) == {"reward": NO_PLAY_REWARD}
+    assert run_rollout(payload(server), model=JOB_RUNTIME) == {"reward": NO_PLAY_REWARD}
     # first attempt + two re-signed retries + the one fresh-conversation retry
     assert len(server.chat_requests) == 1 + rollout.MAX_AUTH_RETRIES + 1
 
@@ -274,13 +278,13 @@ def test_rejected_reasoning_effort_is_dropped_for_the_whole_process(
     monkeypatch.setenv("REASONING_EFFORT", "low")
     server.reset(reject_param("reasoning_effort", guesses("SLATE", ANSWER)))
     with caplog.at_level(logging.WARNING, logger="wordle_agent.rollout"):
-        result = run_rollout(payload(server))
+        result = run_rollout(payload(server), model=JOB_RUNTIME)
     assert result["reward"] == pytest.approx(tool_call_reward("SLATE", ANSWER))
     sent = ["reasoning_effort" in r.body for r in server.chat_requests]
     assert sent == [True, False, False]
     assert "rejected reasoning_effort" in caplog.text
     server.reset()
-    run_rollout(payload(server, rollout_id="r-2"))
+    run_rollout(payload(server, rollout_id="r-2"), model=JOB_RUNTIME)
     assert not any("reasoning_effort" in r.body for r in server.chat_requests)
 
 
@@ -288,7 +292,7 @@ def test_the_wall_clock_budget_is_respected(server: FakePolicyServer, monkeypatc
     monkeypatch.setenv("ROLLOUT_BUDGET_SECONDS", "1.5")
     server.reset(always(Delay(30, Text("too late"))))
     started = time.monotonic()
-    assert run_rollout(payload(server)) == {"reward": NO_PLAY_REWARD}
+    assert run_rollout(payload(server), model=JOB_RUNTIME) == {"reward": NO_PLAY_REWARD}
     assert time.monotonic() - started < 3
     assert len(server.chat_requests) == 1  # no retry once the budget is gone
 
@@ -312,7 +316,7 @@ def no_http_retries(monkeypatch: pytest.MonkeyPatch) -> None:
 )
 def test_a_broken_policy_endpoint_still_yields_a_reward(server: FakePolicyServer, reply: Any) -> None:
     server.reset(always(reply))
-    result = run_rollout(payload(server))
+    result = run_rollout(payload(server), model=JOB_RUNTIME)
     assert result == {"reward": NO_PLAY_REWARD}
     assert server.chat_requests, "the rollout must reach the policy"
 
@@ -320,7 +324,7 @@ def test_a_broken_policy_endpoint_still_yields_a_reward(server: FakePolicyServer
 @pytest.mark.usefixtures("no_http_retries")
 def test_an_unreachable_endpoint_still_yields_a_reward() -> None:
     bad = {"prompt": task(), "metadata": {"endpoint": "http://127.0.0.1:9"}}
-    assert run_rollout(bad) == {"reward": NO_PLAY_REWARD}
+    assert run_rollout(bad, model=JOB_RUNTIME) == {"reward": NO_PLAY_REWARD}
 
 
 # --- malformed tasks and hostile payloads ----------------------------------------------------------
@@ -335,7 +339,7 @@ def test_a_malformed_task_reaches_the_policy_once_and_scores_no_play(
 ) -> None:
     server.reset(always(Text("OK")))
     with caplog.at_level(logging.ERROR, logger="wordle_agent.rollout"):
-        result = run_rollout({"prompt": prompt, "metadata": {"endpoint": server.url}})
+        result = run_rollout({"prompt": prompt, "metadata": {"endpoint": server.url}}, model=JOB_RUNTIME)
     assert result == {"reward": NO_PLAY_REWARD}
     assert len(server.chat_requests) == 1
     assert "malformed task" in caplog.text
@@ -344,7 +348,9 @@ def test_a_malformed_task_reaches_the_policy_once_and_scores_no_play(
 @pytest.mark.usefixtures("no_http_retries")
 def test_a_malformed_task_whose_request_fails_still_scores_no_play(server: FakePolicyServer) -> None:
     server.reset(always(HttpError(500, "down")))
-    assert run_rollout({"prompt": "nope", "metadata": {"endpoint": server.url}}) == {"reward": NO_PLAY_REWARD}
+    assert run_rollout({"prompt": "nope", "metadata": {"endpoint": server.url}}, model=JOB_RUNTIME) == {
+        "reward": NO_PLAY_REWARD
+    }
 
 
 @pytest.mark.parametrize(
@@ -363,7 +369,7 @@ def test_a_malformed_task_whose_request_fails_still_scores_no_play(server: FakeP
     ],
 )
 def test_hostile_payloads_never_raise(server: FakePolicyServer, hostile: object) -> None:
-    result = run_rollout(hostile)
+    result = run_rollout(hostile, model=JOB_RUNTIME)
     assert set(result) == {"reward"}
     assert isinstance(result["reward"], float) and math.isfinite(result["reward"])
 
@@ -372,8 +378,7 @@ def test_an_exploding_factory_is_contained(server: FakePolicyServer) -> None:
     def broken(endpoint: str, params: dict) -> Any:
         raise RuntimeError("factory exploded")
 
-    with use_model_factory(broken):
-        assert run_rollout(payload(server)) == {"reward": NO_PLAY_REWARD}
+    assert run_rollout(payload(server), model=broken) == {"reward": NO_PLAY_REWARD}
 
 
 # --- the model-factory seam ---------------------------------------------------------------------
@@ -422,7 +427,7 @@ class ScriptedGuesser(Model):
         yield USAGE_EVENT
 
 
-def test_use_model_factory_runs_the_same_handler_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_rollout_plays_with_the_model_it_is_handed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REASONING_EFFORT", "high")
     calls: list[tuple[str, dict]] = []
 
@@ -430,10 +435,7 @@ def test_use_model_factory_runs_the_same_handler_in_process(monkeypatch: pytest.
         calls.append((endpoint, params))
         return ScriptedGuesser(["SLATE", "PIOUS", ANSWER])
 
-    before = rollout.current_model_factory()
-    with use_model_factory(factory):
-        result = run_rollout({"prompt": task(), "metadata": {"endpoint": "http://policy.invalid"}})
-    assert rollout.current_model_factory() is before
+    result = run_rollout({"prompt": task(), "metadata": {"endpoint": "http://policy.invalid"}}, model=factory)
     assert result["reward"] == pytest.approx(tool_call_reward("SLATE", "PIOUS", ANSWER))
     assert calls == [("http://policy.invalid", {"reasoning_effort": "high"})]
 
@@ -441,21 +443,69 @@ def test_use_model_factory_runs_the_same_handler_in_process(monkeypatch: pytest.
 def test_run_rollout_works_from_inside_a_running_event_loop() -> None:
     # A notebook cell runs inside an event loop; the handler must not trip over it.
     async def cell() -> dict:
-        with use_model_factory(lambda endpoint, params: ScriptedGuesser(["SLATE", ANSWER])):
-            return run_rollout({"prompt": task()})
+        return run_rollout({"prompt": task()}, model=lambda endpoint, params: ScriptedGuesser(["SLATE", ANSWER]))
 
     assert asyncio.run(cell())["reward"] == pytest.approx(tool_call_reward("SLATE", ANSWER))
 
 
-def test_use_model_factory_restores_the_previous_factory_on_error() -> None:
-    before = rollout.current_model_factory()
-    with pytest.raises(KeyError):
-        with use_model_factory(lambda e, p: None):
-            raise KeyError("boom")
-    assert rollout.current_model_factory() is before
-    with pytest.raises(TypeError, match="callable"):
-        with use_model_factory("not callable"):  # type: ignore[arg-type]
-            pass
+def test_run_rollout_has_no_default_model() -> None:
+    # Every caller hands the rollout its model; there is no process default to fall back on.
+    assert inspect.signature(run_rollout).parameters["model"].default is inspect.Parameter.empty
+    with pytest.raises(TypeError):
+        run_rollout({"prompt": task()})  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="model factory"):
+        run_rollout({"prompt": task()}, model=None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("module", [rollout, main], ids=["rollout", "main"])
+def test_no_process_wide_model_or_observer_can_be_swapped(module: Any) -> None:
+    # The agent's modules rebind no module-level name at run time (the removed
+    # `use_model_factory` did, with `global _model_factory`), and offer no swap of the model or of
+    # the game observers.
+    tree = ast.parse(inspect.getsource(module))
+    rebound = [name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names]
+    assert rebound == []
+    removed = {"use_model_factory", "current_model_factory", "use_game_observer", "_model_factory", "_observers"}
+    assert removed.isdisjoint(vars(module))
+
+
+def test_concurrent_rollouts_each_play_with_their_own_model_and_observer() -> None:
+    # Both rollouts are in flight at once (each factory waits for the other at the barrier): each
+    # plays the words of its own model, and each observer is handed only its own game.
+    barrier = threading.Barrier(2, timeout=30)
+    words = {"a": ["SLATE", ANSWER], "b": ["SLATE", "PIOUS", "MOUND", ANSWER]}
+    games: dict[str, list[WordleGame]] = {"a": [], "b": []}
+    results: dict[str, dict] = {}
+
+    def play(name: str) -> None:
+        def factory(endpoint: str, params: dict) -> Model:
+            barrier.wait()
+            return ScriptedGuesser(words[name])
+
+        def observer(task_id: str, game: WordleGame) -> None:
+            games[name].append(game)
+
+        results[name] = run_rollout({"prompt": task()}, model=factory, observer=observer)
+
+    threads = [threading.Thread(target=play, args=(name,)) for name in words]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not barrier.broken
+    for name, played in words.items():
+        assert results[name]["reward"] == pytest.approx(tool_call_reward(*played))
+        assert [game.guesses for game in games[name]] == [played]
+
+
+def test_an_observer_that_raises_leaves_the_reward_alone() -> None:
+    def broken(task_id: str, game: WordleGame) -> None:
+        raise RuntimeError("observer exploded")
+
+    model = lambda endpoint, params: ScriptedGuesser(["SLATE", ANSWER])  # noqa: E731
+    assert run_rollout({"prompt": task()}, model=model, observer=broken)["reward"] == pytest.approx(
+        tool_call_reward("SLATE", ANSWER)
+    )
 
 
 class BurstGuesser(ScriptedGuesser):
@@ -479,8 +529,7 @@ def test_parallel_tool_calls_in_one_turn_are_played_in_order() -> None:
         models.append(BurstGuesser(words))
         return models[-1]
 
-    with use_model_factory(factory):
-        result = run_rollout({"prompt": task()})
+    result = run_rollout({"prompt": task()}, model=factory)
     # Six guesses in message order, then "game over": the seventh word (the answer) comes too late.
     assert result["reward"] == pytest.approx(tool_call_reward(*words[:6]))
     assert len(models) == 1  # the game ended inside the first turn; no further attempt
@@ -488,7 +537,7 @@ def test_parallel_tool_calls_in_one_turn_are_played_in_order() -> None:
 
 def test_a_policy_stuck_on_one_word_is_cut_off_by_the_game(server: FakePolicyServer) -> None:
     server.reset(always(ToolCall("SLATE")))
-    result = run_rollout(payload(server))
+    result = run_rollout(payload(server), model=JOB_RUNTIME)
     assert -0.65 <= result["reward"] <= -0.35  # six guesses, lost (repeats)
     assert len(server.chat_requests) <= rollout.MAX_AGENT_TURNS
 
@@ -517,7 +566,7 @@ def test_reasoning_settings_shape_the_request(
 ) -> None:
     monkeypatch.setenv("REASONING_EFFORT", effort)
     monkeypatch.setenv("REASONING_PROMPT_HINT", hint)
-    run_rollout(payload(server))
+    run_rollout(payload(server), model=JOB_RUNTIME)
     body = server.chat_requests[0].body
     assert body.get("reasoning_effort") == sent
     system = body["messages"][0]
@@ -551,7 +600,7 @@ def test_every_request_gets_a_new_client_on_the_one_shared_ssl_context(
             super().__init__(**kwargs)
 
     monkeypatch.setattr(rollout.openai, "DefaultAsyncHttpxClient", Recording)
-    run_rollout(payload(server))
+    run_rollout(payload(server), model=JOB_RUNTIME)
     assert len(built) == len(server.chat_requests) == 2
     assert all(v is rollout.shared_ssl_context() for v in built)
 
@@ -583,7 +632,7 @@ def test_prior_guesses_that_cannot_seed_a_game_make_the_task_malformed(priors: A
 def test_a_seeded_task_shows_the_prior_guesses_and_scores_them_as_turns(server: FakePolicyServer) -> None:
     server.reset(guesses("CRANE"))
     seeded = dict(payload(server), prompt=task(prior_guesses=["SLATE", "MOIST"]))
-    result = run_rollout(seeded)
+    result = run_rollout(seeded, model=JOB_RUNTIME)
     expected = WordleGame(ANSWER, prior_guesses=["SLATE", "MOIST"])
     expected.guess("CRANE")
     assert expected.guesses == ["SLATE", "MOIST", "CRANE"] and expected.solved
@@ -598,5 +647,5 @@ def test_a_seeded_task_shows_the_prior_guesses_and_scores_them_as_turns(server: 
 def test_a_seeded_game_where_the_policy_never_guesses_is_nudged_and_pays_no_play(server: FakePolicyServer) -> None:
     server.reset(always(Text("Still thinking about it.")))
     seeded = dict(payload(server), prompt=task(prior_guesses=["SLATE"]))
-    assert run_rollout(seeded) == {"reward": NO_PLAY_REWARD}
+    assert run_rollout(seeded, model=JOB_RUNTIME) == {"reward": NO_PLAY_REWARD}
     assert len(server.chat_requests) == 2  # the nudge still comes: the seeded guess is not the policy's

@@ -391,6 +391,10 @@ def test_pass_at_k_is_the_unbiased_estimator(n, c, k, expected):
 # --- reward variants (the reward deep dive trains on a subtly wrong reward) ----------------------
 
 
+def NO_MODEL(endpoint: str, params: dict) -> None:
+    """A model factory for handlers whose inner rollout never builds a model."""
+
+
 def test_reward_variants_report_another_number_for_the_same_game(monkeypatch):
     from wordle_agent import rollout
     from wordle_agent.game import WordleGame
@@ -400,22 +404,31 @@ def test_reward_variants_report_another_number_for_the_same_game(monkeypatch):
         game = WordleGame("PASTE")
         for word in ("CRANE", "HOIST", "PASTE"):
             game.guess(word)
-        rollout._notify_observers("row", game, observer)  # type: ignore[arg-type]
+        rollout._notify(observer, "row", game)  # type: ignore[arg-type]
         return {"reward": game.final_reward()}
 
     expected = WordleGame("PASTE")
     for word in ("CRANE", "HOIST", "PASTE"):
         expected.guess(word)
     assert runner.reward_variant_handler(runner.REWARD_TIERED, play) is play
-    assert runner.reward_variant_handler(runner.REWARD_LEGACY, play)({})["reward"] == pytest.approx(
-        legacy_reward(expected)
-    )
+    legacy = runner.reward_variant_handler(runner.REWARD_LEGACY, play)
+    assert legacy({}, model=NO_MODEL)["reward"] == pytest.approx(legacy_reward(expected))
     # Outcome only: the guess-3 tier without the shaping term.
-    assert runner.reward_variant_handler(runner.REWARD_OUTCOME_ONLY, play)({})["reward"] == pytest.approx(
-        1.05 + 0.5 * 3 / 5
-    )
+    outcome_only = runner.reward_variant_handler(runner.REWARD_OUTCOME_ONLY, play)
+    assert outcome_only({}, model=NO_MODEL)["reward"] == pytest.approx(1.05 + 0.5 * 3 / 5)
     # A rollout that made no game (a malformed task) keeps the handler's own reward.
-    assert runner.reward_variant_handler(runner.REWARD_LEGACY, lambda p, **_: {"reward": -1.5})({}) == {"reward": -1.5}
+    no_game = runner.reward_variant_handler(runner.REWARD_LEGACY, lambda p, **_: {"reward": -1.5})
+    assert no_game({}, model=NO_MODEL) == {"reward": -1.5}
+    # The caller's observer is handed the game too, after the variant's own.
+    seen: list[tuple[str, object]] = []
+    handler = runner.reward_variant_handler(runner.REWARD_LEGACY, play)
+    handler({}, model=NO_MODEL, observer=lambda task_id, game: seen.append((task_id, game)))
+    assert [(task_id, game.guesses) for task_id, game in seen] == [("row", ["CRANE", "HOIST", "PASTE"])]
+
+
+def test_an_observer_is_a_fast_lane_option():
+    with pytest.raises(ValueError, match="fast lane only"):
+        runner.RunnerOptions(lane="full", observer=lambda task_id, game: None)
 
 
 def test_outcome_only_ignores_seeded_guesses_when_the_policy_never_played():

@@ -137,8 +137,7 @@ def test_the_real_rollout_plays_the_same_game_as_the_bare_loop():
     rollout = pytest.importorskip("wordle_agent.rollout")
     for answer in AGENT_WORDS:
         factory = solver_model_factory()
-        with rollout.use_model_factory(factory):
-            result = rollout.run_rollout(handler_payload(answer))
+        result = rollout.run_rollout(handler_payload(answer), model=factory)
         bare = play(answer)
         assert tuple(factory.played_guesses()) == bare.guesses
         assert result["reward"] == pytest.approx(bare.reward)

@@ -16,8 +16,8 @@ store can be browsed with `mlflow ui` on 127.0.0.1.
 A traced game. The service only ever sees one reward per rollout; the game behind it (guesses,
 feedback, shaping events) lives in the agent. Offline, `traced_game` plays one held-out word with
 the job's trained stand-in adapter at temperature 0, through the real rollout handler
-in-process, reads the finished game with `wordle_agent.rollout.use_game_observer`, and renders
-it as a transcript. `walkthrough_game` renders the walkthrough's own traced game (secret PASTE)
+in-process, is handed the finished game by the rollout (its `observer`), and renders it as a
+transcript. `walkthrough_game` renders the walkthrough's own traced game (secret PASTE)
 through the same game code, labelled as the walkthrough's.
 """
 
@@ -473,10 +473,11 @@ def traced_game(job: Any, word: str | None = None, *, seed: int | None = None, s
 
     chosen, interesting = None, False
     tasks = _validation_tasks(None if word is None else [word])
-    with config.environment(deployed_environment()), rollout.use_game_observer(keep):
+    with config.environment(deployed_environment()):
         for index, answer, task in tasks:
             tid = f"{name}{TRACE_SUFFIX}-p{index:04d}"
-            player.play(tid, task, rng_key=[seed, VALIDATION_PHASE, final_step, index, 0, 0], temperature=0.0)
+            rng_key = [seed, VALIDATION_PHASE, final_step, index, 0, 0]
+            player.play(tid, task, rng_key=rng_key, temperature=0.0, observer=keep)
             game = games.get(json.loads(task)["id"])
             if game is None:
                 raise RuntimeError(f"the rollout of {answer} finished without a game (the handler failed?)")

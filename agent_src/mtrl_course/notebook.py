@@ -28,6 +28,7 @@ import os
 import re
 import shlex
 import subprocess
+import textwrap
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -158,7 +159,8 @@ class NotebookContext:
         """Show the source of a function, class or module from agent_src, read from the package itself.
 
         Only course code: third-party source does not belong in the committed outputs. A
-        decorated object (a Strands `@tool`) shows the function it wraps, decorators included.
+        decorated object (a Strands `@tool`) shows the function it wraps, decorators included; a
+        function defined inside another (`wordle_agent.main.handle_rollout`) is shown dedented.
         """
         obj = inspect.unwrap(obj)
         path = Path(inspect.getsourcefile(obj) or "").resolve()
@@ -167,7 +169,10 @@ class NotebookContext:
                 f"show_source shows course code from agent_src/ only; {getattr(obj, '__qualname__', obj)!r} "
                 f"comes from {path.name or 'an unknown file'}"
             )
-        source = inspect.getsource(obj).rstrip()
+        source = inspect.getsource(obj)
+        if "<locals>" in getattr(obj, "__qualname__", ""):
+            source = textwrap.dedent(source)  # methods keep their class's indentation
+        source = source.rstrip()
         _display_markdown(f"`agent_src/{path.relative_to(SOURCE_ROOT).as_posix()}`\n\n```python\n{source}\n```")
 
     def save_figure(self, fig: Any, name: str) -> None:

@@ -241,13 +241,15 @@ def play_standin(
         job_arn=f"arn:aws:sagemaker:{config.OFFLINE_REGION}:{account}:job/AgentRFTEvaluation/reward-lab-{seed}",
     )
     played: list[tuple[str, WordleGame]] = []
-    with (
-        config.environment({rollout.REASONING_EFFORT_ENV: effort}),
-        rollout.use_game_observer(lambda task_id, game: played.append((task_id, game))),
-    ):
+
+    def keep(task_id: str, game: WordleGame) -> None:
+        played.append((task_id, game))
+
+    with config.environment({rollout.REASONING_EFFORT_ENV: effort}):
         for i, task in enumerate(tasks):
             for r in range(rollouts):
-                player.play(f"lab-{seed}-{i:04d}-{r:02d}", task, rng_key=[7, seed, i, r], temperature=temperature)
+                tid = f"lab-{seed}-{i:04d}-{r:02d}"
+                player.play(tid, task, rng_key=[7, seed, i, r], temperature=temperature, observer=keep)
     if len(played) != len(tasks) * rollouts:
         raise RuntimeError(f"expected {len(tasks) * rollouts} games, observed {len(played)}")
     return played

@@ -33,12 +33,13 @@ game and the reward treat them) and the instruction gets their feedback lines an
 summary, under ``game.PRIOR_GUESSES_HEADER``. Words that cannot seed a game (not a list, not
 dictionary words, repeated, the answer itself, more than five) make the task malformed.
 
-The policy model is built by a factory, ``factory(endpoint, params)`` once per attempt. A caller
-hands the rollout its own (``run_rollout(payload, model=factory)``: the toolkit's fast lane plays
-this same handler in-process with a Strands custom model); without one, the process's default is
-used: the Job Runtime's OpenAI-compatible client (``openai_policy_model``), which is what the
-deployed runtime (``main.py``) always uses. ``use_model_factory`` changes that default for a
-block, for an app served inside the toolkit's own process, where no caller can hand it a model.
+The policy model is built by a factory, ``factory(endpoint, params)`` once per attempt, and every
+caller hands the rollout its own: ``run_rollout(payload, model=factory)``. The deployed runtime
+(``main.py``) hands it the Job Runtime's OpenAI-compatible client (``openai_policy_model``); the
+toolkit's fast lane plays this same handler in-process with a Strands custom model. There is no
+process default to fall back on and nothing process-wide to swap: two rollouts running at once
+with different models each play with their own. Likewise ``observer(task_id, game)``, if given,
+sees the finished game of that one rollout (the service only ever sees the reward).
 """
 
 from __future__ import annotations
@@ -56,7 +57,6 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
@@ -443,7 +443,8 @@ class SharedSSLOpenAIModel(OpenAIModel):
 
 
 def openai_policy_model(endpoint: str, params: dict) -> Any:
-    """The default factory: the Job Runtime's policy through Strands ``OpenAIModel``.
+    """The deployed runtime's factory (``main.py`` hands it to every rollout): the Job Runtime's
+    policy through Strands ``OpenAIModel``.
 
     ``wrap_model`` adds the job and trajectory headers and merges the service's sampling
     parameters (temperature, max_tokens, top_p) into every request; the bearer token comes from
@@ -463,66 +464,20 @@ def openai_policy_model(endpoint: str, params: dict) -> Any:
     return wrap_model(model)
 
 
-_factory_lock = threading.Lock()
-_model_factory: ModelFactory = openai_policy_model
-
-
-@contextmanager
-def use_model_factory(factory: ModelFactory) -> Iterator[ModelFactory]:
-    """Build the policy model with ``factory(endpoint, params)`` inside this block (process-wide).
-
-    ``factory`` is called once per attempt and must return a Strands model; the toolkit uses
-    this to run the real handler in-process against a custom model provider.
-    """
-    global _model_factory
-    if not callable(factory):
-        raise TypeError(f"use_model_factory needs a callable factory, got {type(factory).__name__}")
-    with _factory_lock:
-        previous, _model_factory = _model_factory, factory
-    try:
-        yield factory
-    finally:
-        with _factory_lock:
-            _model_factory = previous
-
-
-def current_model_factory() -> ModelFactory:
-    """The factory rollouts use right now."""
-    return _model_factory
-
-
-# Observers see every finished game (the service only ever sees the reward). The toolkit uses
-# this to show the guesses and shaping of in-process games; a deployed runtime has none.
+# An observer sees the finished game of the rollout it was handed to (the service only ever sees
+# the reward). The toolkit uses it to show the guesses and shaping of in-process games.
 GameObserver = Callable[[str, WordleGame], None]
-_observers: list[GameObserver] = []
 
 
-@contextmanager
-def use_game_observer(observer: GameObserver) -> Iterator[GameObserver]:
-    """Call ``observer(task_id, game)`` after every rollout finishes inside this block.
-
-    Process-wide, like ``use_model_factory``. An observer that raises is logged and ignored:
-    observing must never change a rollout's reward.
-    """
-    if not callable(observer):
-        raise TypeError(f"use_game_observer needs a callable, got {type(observer).__name__}")
-    with _factory_lock:
-        _observers.append(observer)
+def _notify(observer: GameObserver | None, task_id: str, game: WordleGame) -> None:
+    """Hand the finished game to the rollout's observer; one that raises is logged and ignored:
+    observing must never change a rollout's reward."""
+    if observer is None:
+        return
     try:
-        yield observer
-    finally:
-        with _factory_lock:
-            _observers.remove(observer)
-
-
-def _notify_observers(task_id: str, game: WordleGame, own: GameObserver | None = None) -> None:
-    with _factory_lock:
-        observers = ([own] if own is not None else []) + list(_observers)
-    for observer in observers:
-        try:
-            observer(task_id, game)
-        except Exception:
-            logger.exception("a game observer failed; the rollout's reward is unaffected")
+        observer(task_id, game)
+    except Exception:
+        logger.exception("the game observer failed; the rollout's reward is unaffected")
 
 
 # --- Running the agent ----------------------------------------------------------------------------
@@ -791,7 +746,7 @@ def _play_rollout_in_region(
                 recovered,
             )
     reward = game.final_reward()
-    _notify_observers(task_id, game, observer)
+    _notify(observer, task_id, game)
     logger.info(
         "rollout %s: task %s solved=%s guesses=%s recovered=%d attempts=%d stops=%s errors=%d "
         "reward=%.4f elapsed=%.1fs",
@@ -809,19 +764,21 @@ def _play_rollout_in_region(
     return reward
 
 
-def run_rollout(
-    payload: object, model: ModelFactory | None = None, observer: GameObserver | None = None
-) -> dict[str, float]:
-    """Play one rollout and return ``{"reward": float}``; never raises (module docstring: why).
+def run_rollout(payload: object, model: ModelFactory, observer: GameObserver | None = None) -> dict[str, float]:
+    """Play one rollout and return ``{"reward": float}``; never raises on any payload (module
+    docstring: why).
 
-    ``model`` builds the policy model, ``model(endpoint, params)`` once per attempt (default: the
-    process's, the Job Runtime client unless ``use_model_factory`` changed it). ``observer(task_id,
-    game)`` is called with the finished game, before the process-wide observers.
+    ``model`` builds the policy model, ``model(endpoint, params)`` once per attempt: the deployed
+    runtime passes ``openai_policy_model`` (the Job Runtime client), an in-process caller its own.
+    There is no default (a caller that hands no callable gets a TypeError at once: that is a bug
+    of the caller, not of the payload). ``observer(task_id, game)``, if given, is called with the
+    finished game.
     """
+    if not callable(model):
+        raise TypeError(f"run_rollout needs a model factory, model(endpoint, params); got {type(model).__name__}")
     started = time.monotonic()
-    factory = model if model is not None else current_model_factory()
     try:
-        reward = _play_rollout(sanitize_payload(payload), started, factory, observer)
+        reward = _play_rollout(sanitize_payload(payload), started, model, observer)
     except Exception:
         logger.exception("rollout failed unexpectedly; returning the no-play reward")
         reward = NO_PLAY_REWARD

@@ -6,7 +6,7 @@ It answers ``POST /v1/chat/completions`` (streaming SSE or one JSON body) with w
 is recorded with its headers and JSON body.
 
     with FakePolicyServer(guesses("SLATE", "CRANE")) as server:
-        run_rollout({"prompt": task, "metadata": {"endpoint": server.url, ...}})
+        run_rollout({"prompt": task, "metadata": {"endpoint": server.url, ...}}, model=openai_policy_model)
         server.chat_requests[0].body["messages"]
 
 A policy maps the request body to a reply: ``ToolCall(word)``, ``Text(text)``,

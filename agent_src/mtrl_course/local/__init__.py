@@ -30,7 +30,7 @@ functions, so importing this face costs nothing until a function is called.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -224,11 +224,22 @@ class StandInPlayer:
         self.emulator = JobRuntimeEmulator()
         self.emulator.register_job(job_arn, StandInPolicy(adapter, seed=seed))
 
-    def play(self, trajectory_id: str, task: str, *, rng_key: Sequence[int], temperature: float = 0.0) -> Any:
+    def play(
+        self,
+        trajectory_id: str,
+        task: str,
+        *,
+        rng_key: Sequence[int],
+        temperature: float = 0.0,
+        observer: Callable[[str, Any], None] | None = None,
+    ) -> Any:
+        """Play one game; `observer(task_id, game)` is handed the finished game."""
         from mtrl_course.local import fastlane
 
         self.emulator.start_trajectory(self.job_arn, trajectory_id, rng_key=list(rng_key))
-        return fastlane.play_episode(self.emulator, self.job_arn, trajectory_id, task, temperature=temperature)
+        return fastlane.play_episode(
+            self.emulator, self.job_arn, trajectory_id, task, temperature=temperature, observer=observer
+        )
 
 
 def agent_requests(task: str, environments: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, Any]]:
@@ -269,32 +280,35 @@ def serve_and_invoke_once(
     """Serve the real agent app on loopback, invoke it once through boto3, and stop it.
 
     The untrained stand-in policy answers behind the process's Job Runtime emulator, so the
-    rollout really plays and reports. Returns the Job Runtime's record of the trajectory, the
-    finished game and the lines worth printing (ARN, /ping, the invocation's answer, and whether
-    the runtime still serves after it is stopped).
+    rollout really plays and reports. The app is `wordle_agent.main.build_app` with the deployed
+    model (the Job Runtime client) and an observer that keeps the finished game. Returns the Job
+    Runtime's record of the trajectory, the finished game and the lines worth printing (ARN,
+    /ping, the invocation's answer, and whether the runtime still serves after it is stopped).
     """
     import json
 
     import httpx
-    from wordle_agent import rollout
+    from wordle_agent import main, rollout
 
     from mtrl_course.local.stand_in_policy import StandInPolicy
+    from mtrl_course.local.agent_server import LocalAgentRuntime
 
     emulator = job_runtime().serve()
     emulator.register_job(job_arn, StandInPolicy())
-    served = agent_runtime(
-        DEFAULT_RUNTIME_NAME, {**runtime_env, rollout.RUNTIME_ENDPOINT_ENV: emulator.endpoint}
-    ).start()
     games: list[Any] = []
+    served = LocalAgentRuntime(
+        name=DEFAULT_RUNTIME_NAME,
+        env={**runtime_env, rollout.RUNTIME_ENDPOINT_ENV: emulator.endpoint},
+        app=main.build_app(rollout.openai_policy_model, observer=lambda task_id, game: games.append(game)),
+    ).start()
     lines = [f"runtime ARN: {served.arn}"]
     try:
         lines.append(f"GET /ping -> status {httpx.get(served.url + '/ping').json()['status']}")
-        with rollout.use_game_observer(lambda task_id, game: games.append(game)):
-            answer = session.client("bedrock-agentcore").invoke_agent_runtime(
-                agentRuntimeArn=served.arn,
-                runtimeSessionId=f"mtrl-wordle-02-{rollout_id}-session",  # AgentCore wants 33+ characters
-                payload=json.dumps({"prompt": task, "metadata": {"jobArn": job_arn, "rolloutId": rollout_id}}),
-            )
+        answer = session.client("bedrock-agentcore").invoke_agent_runtime(
+            agentRuntimeArn=served.arn,
+            runtimeSessionId=f"mtrl-wordle-02-{rollout_id}-session",  # AgentCore wants 33+ characters
+            payload=json.dumps({"prompt": task, "metadata": {"jobArn": job_arn, "rolloutId": rollout_id}}),
+        )
         lines.append(f"POST /invocations -> HTTP {answer['statusCode']}: {answer['response'].read().decode()}")
         record = emulator.trajectory(job_arn, rollout_id)
     finally:

@@ -189,6 +189,8 @@ class LocalAgentRuntime:
 
     Args:
         app_import: "module:attribute" of the ASGI app (a BedrockAgentCoreApp).
+        app: the app object itself, instead (thread mode only): an in-process caller's own
+            `wordle_agent.main.build_app(model, observer)`; `app_import` then only names it.
         name: the runtime name (AgentCore's rule: a letter, then letters, digits or _).
         mode: "thread" or "subprocess" (see the module docstring).
         env: environment variables of the runtime (process-wide in thread mode).
@@ -214,6 +216,7 @@ class LocalAgentRuntime:
         account: str | None = None,
         register: bool | None = None,
         workers: int = 1,
+        app: Any = None,
     ):
         if not re.fullmatch(NAME_PATTERN, name):
             raise ValueError(f"runtime name {name!r} is not valid: it must match {NAME_PATTERN} (no hyphens)")
@@ -223,7 +226,10 @@ class LocalAgentRuntime:
             raise ValueError(f"workers must be 1, or more in subprocess mode; got {workers} in {mode} mode")
         if ":" not in app_import:
             raise ValueError(f"app_import must look like 'package.module:app', got {app_import!r}")
+        if app is not None and mode != "thread":
+            raise ValueError("an app object can only be served in thread mode; a subprocess imports app_import")
         self.app_import = app_import
+        self.app = app
         self.workers = workers
         self.name = name
         self.mode = mode
@@ -311,8 +317,10 @@ class LocalAgentRuntime:
     def _start_thread(self, sock: socket.socket) -> None:
         import uvicorn
 
-        module_name, _, attribute = self.app_import.partition(":")
-        app = getattr(importlib.import_module(module_name), attribute, None)
+        app = self.app
+        if app is None:
+            module_name, _, attribute = self.app_import.partition(":")
+            app = getattr(importlib.import_module(module_name), attribute, None)
         if not callable(app):
             # The walkthrough's failure: a handler without the app entrypoint serves nothing.
             raise TypeError(

@@ -538,15 +538,16 @@ def run_training(
     prompts = {"train": train_rows or rows("training"), "validation": rows("validation")}
     job = MemoryJob(name, hp, prompts, tracking)
     adapters = state_dir / "adapters"
-    options = runner.RunnerOptions(seed=seed, adapter_dir=adapters, fault=fault, checkpoint_every=checkpoint_every)
     games: list[Any] = []
-    observe = (
-        rollout.use_game_observer(lambda task_id, game: games.append(game))
-        if collect_games
-        else contextlib.nullcontext()
+    options = runner.RunnerOptions(
+        seed=seed,
+        adapter_dir=adapters,
+        fault=fault,
+        checkpoint_every=checkpoint_every,
+        observer=(lambda task_id, game: games.append(game)) if collect_games else None,
     )
     started = time.monotonic()
-    with raw_text_recovery(recovery), reasoning_effort(DEPLOYED_EFFORT), observe:
+    with raw_text_recovery(recovery), reasoning_effort(DEPLOYED_EFFORT):
         runner.train(job, options)
     seconds = time.monotonic() - started
     final = adapters / f"{name}.json"
@@ -600,17 +601,21 @@ def play(
     emulator.register_job(arn, StandInPolicy(adapter, seed=seed))
     finished: dict[str, Any] = {}
     out = []
-    with (
-        reasoning_effort(effort),
-        fastlane.installed(),
-        rollout.use_game_observer(lambda tid, g: finished.update({tid: g})),
-    ):
+    with reasoning_effort(effort):
         for i, task in enumerate(tasks):
             task_id = json.loads(task)["id"]
             for r in range(rollouts):
                 tid = f"e{i:04d}-r{r:02d}"
                 emulator.start_trajectory(arn, tid, rng_key=[runner.PHASE_CODES["eval"], 0, i, r, 0])
-                fastlane.play_episode(emulator, arn, tid, task, temperature=temperature, max_tokens=max_tokens)
+                fastlane.play_episode(
+                    emulator,
+                    arn,
+                    tid,
+                    task,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                    observer=lambda task_id, game: finished.update({task_id: game}),
+                )
                 game = finished.pop(task_id, None)
                 samples = emulator.trajectory(arn, tid).samples
                 out.append(

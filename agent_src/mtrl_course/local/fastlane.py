@@ -8,7 +8,8 @@ far too slow to train on. The fast lane keeps every piece that decides an episod
 the transport:
 
 - the same `wordle_agent.rollout.run_rollout` (task parsing, Strands agent, `guess_word` tool,
-  retries, raw-text recovery, reward), handed its model: `handler(payload, model=factory)`;
+  retries, raw-text recovery, reward), handed its model and the caller's game observer:
+  `handler(payload, model=factory, observer=observer)`;
 - a Strands custom model provider (`FastLaneModel`) instead of OpenAIModel: it turns the
   Strands messages into the OpenAI request body OpenAIModel would send (same messages, tools
   and sampling parameters; only `stream` is false, as nothing crosses a wire), calls the
@@ -18,10 +19,11 @@ the transport:
 - completion and reward reported to the emulator in-process, the way `sagemaker_rft_handler`
   reports them (`report_result`).
 
-Each episode hands its rollout a factory bound to its own trajectory, so nothing process-wide is
-swapped: every other rollout in the process (for instance the thread-mode AgentCore app serving a
-full-path job) keeps the process's default factory. A context variable still marks the thread
-that plays an episode, for one thing only: keeping the agent's per-rollout log lines quiet.
+Each episode hands its rollout a factory bound to its own trajectory (and the caller's observer,
+if any), so nothing process-wide is swapped: every other rollout in the process (for instance the
+thread-mode AgentCore app serving a full-path job) plays with the model its own caller handed it.
+A context variable still marks the thread that plays an episode, for one thing only: keeping the
+agent's per-rollout log lines quiet.
 
 Measured on the course's 2-core machine (whole-process medians of 3 runs of 256 episodes at
 temperature 1): about 90 to 110 episodes per second with the base stand-in (5.4 model calls a
@@ -53,7 +55,8 @@ FAILED, READY = "failed", "ready"
 # sagemaker_rft_handler reports an error status with this reward (feedback.report_error).
 ERROR_REWARD = 0.0
 
-# A rollout handler: `handler(payload, model=factory)`, as `wordle_agent.rollout.run_rollout`.
+# A rollout handler: `handler(payload, model=factory, observer=observer)`, as
+# `wordle_agent.rollout.run_rollout` (`observer` may be None).
 Handler = Callable[..., Any]
 
 
@@ -267,12 +270,14 @@ def play_episode(
     top_p: float | None = None,
     max_tokens: int | None = None,
     handler: Handler = rollout.run_rollout,
+    observer: rollout.GameObserver | None = None,
 ) -> Episode:
     """Play one rollout of `prompt` in-process and report it to the emulator; never raises.
 
     `handler` is the undecorated rollout function (the agent's `run_rollout` by default), called as
-    `handler(payload, model=factory)` with a factory bound to this trajectory. An exception from it
-    is reported as the decorator would (CompleteRollout failed, reward 0.0).
+    `handler(payload, model=factory, observer=observer)` with a factory bound to this trajectory;
+    `observer(task_id, game)` sees the finished game. An exception from the handler is reported as
+    the decorator would (CompleteRollout failed, reward 0.0).
     """
     started = time.monotonic()
     payload = payload_for(prompt, job_arn, trajectory_id, temperature=temperature, top_p=top_p, max_tokens=max_tokens)
@@ -290,7 +295,7 @@ def play_episode(
     result: Any = None
     error: str | None = None
     try:
-        result = handler(payload, model=model)
+        result = handler(payload, model=model, observer=observer)
     except Exception as exc:  # a custom handler's bug: the SDK reports it as a failed rollout
         error = f"{type(exc).__name__}: {exc}"
         result = {"status": "error", "error": error}

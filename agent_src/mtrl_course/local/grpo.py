@@ -25,7 +25,9 @@ One training step of the local MTRL service:
    only bites when samples come from an older adapter.
 4. Adam (with the service's beta1, beta2, eps, decoupled weight decay and gradient-norm clipping)
    takes one ascent step on the adapter. Its step is learning_rate x lora_alpha / lora_rank x
-   `stand_in_policy.ADAPTER_SCALE` (see the policy's docstring for why the scale exists).
+   `stand_in_policy.ADAPTER_SCALE` (see the policy's docstring for why the scale exists). The runner hands
+   it the job's typed hyperparameters as they are (`Adam(hp)`): the learning rate goes from the
+   service's `TrainingHyperparameters` to the optimizer with no copy between.
 
 Everything is numpy in a fixed order, so the same batch gives the same update, bit for bit.
 """
@@ -35,7 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -66,6 +68,33 @@ REWARD_TIE = 1e-9
 MAX_LOG_RATIO = 50.0
 
 IMPLEMENTED_METHODS = ("group_based", "rloo")
+
+
+class OptimizerSettings(Protocol):
+    """What Adam reads: a job's `service_spec.TrainingHyperparameters` (the runner hands them over
+    as they are) or a `GRPOConfig` (tests, the coding stand-in)."""
+
+    @property
+    def learning_rate(self) -> float: ...
+    @property
+    def lora_rank(self) -> int: ...
+    @property
+    def lora_alpha(self) -> int: ...
+    @property
+    def adam_beta1(self) -> float: ...
+    @property
+    def adam_beta2(self) -> float: ...
+    @property
+    def adam_eps(self) -> float: ...
+    @property
+    def adam_weight_decay(self) -> float: ...
+    @property
+    def adam_grad_clip_norm(self) -> float: ...
+
+
+def adam_step_size(settings: OptimizerSettings) -> float:
+    """How far Adam moves each adapter value per step (about): lr x alpha / rank x scale."""
+    return settings.learning_rate * settings.lora_alpha / settings.lora_rank * ADAPTER_SCALE
 
 
 @dataclass(frozen=True)
@@ -103,7 +132,7 @@ class GRPOConfig:
     @property
     def step_size(self) -> float:
         """How far Adam moves each adapter value per step (about): lr x alpha / rank x scale."""
-        return self.learning_rate * self.lora_alpha / self.lora_rank * ADAPTER_SCALE
+        return adam_step_size(self)
 
     @classmethod
     def from_training(cls, hp: TrainingHyperparameters, **overrides: Any) -> GRPOConfig:
@@ -248,9 +277,14 @@ def policy_gradient(
 
 @dataclass
 class Adam:
-    """Adam (gradient ascent) with decoupled weight decay and gradient-norm clipping."""
+    """Adam (gradient ascent) with decoupled weight decay and gradient-norm clipping.
 
-    config: GRPOConfig
+    `config` is what it reads its learning rate, betas, eps, weight decay and clip norm from: the
+    job's `TrainingHyperparameters` as the service typed them (`Adam(hp)`, the runner), or a
+    `GRPOConfig`.
+    """
+
+    config: OptimizerSettings
     m: np.ndarray = field(default_factory=lambda: np.zeros(0))
     v: np.ndarray = field(default_factory=lambda: np.zeros(0))
     t: int = 0
@@ -267,7 +301,7 @@ class Adam:
         self.v = c.adam_beta2 * self.v + (1 - c.adam_beta2) * grad**2
         m_hat = self.m / (1 - c.adam_beta1**self.t)
         v_hat = self.v / (1 - c.adam_beta2**self.t)
-        lr = c.step_size
+        lr = adam_step_size(c)
         return vector * (1 - lr * c.adam_weight_decay) + lr * m_hat / (np.sqrt(v_hat) + c.adam_eps)
 
 
@@ -278,9 +312,20 @@ class UpdateResult:
     step_norm: float
 
 
-def update(adapter: Adapter, batch: Sequence[TrajectorySample], optimizer: Adam, step: int) -> UpdateResult:
-    """One GRPO step: the policy gradient of `batch`, then one Adam step on the adapter."""
+def update(
+    adapter: Adapter,
+    batch: Sequence[TrajectorySample],
+    optimizer: Adam,
+    step: int,
+    config: GRPOConfig | None = None,
+) -> UpdateResult:
+    """One GRPO step: the policy gradient of `batch` (its knobs from `config`, by default the
+    optimizer's own when that is a `GRPOConfig`), then one Adam step on the adapter."""
+    if config is None:
+        if not isinstance(optimizer.config, GRPOConfig):
+            raise TypeError("update needs the gradient's GRPOConfig when Adam was built from hyperparameters")
+        config = optimizer.config
     vector = adapter.vector()
-    grad, stats = policy_gradient(vector, batch, optimizer.config)
+    grad, stats = policy_gradient(vector, batch, config)
     new_vector = optimizer.step(vector, grad) if stats.trajectories_used else vector
     return UpdateResult(adapter.with_vector(new_vector, step=step), stats, float(np.linalg.norm(new_vector - vector)))

@@ -190,6 +190,9 @@ class RunnerOptions:
     # serving settings to ask whether training longer helps where the model is served.
     checkpoint_every: int = 0
     policy: str = field(default_factory=default_policy)
+    # Handed every finished game of the job's rollouts, `observer(task_id, game)` (fast lane only:
+    # on the full lane the games live in the served app, behind HTTP).
+    observer: rollout.GameObserver | None = None
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -204,6 +207,8 @@ class RunnerOptions:
             raise ValueError(f"fault {self.fault!r} is not one of {FAULTS}")
         if self.fault in FAST_LANE_ONLY_FAULTS and self.lane != LANE_FAST:
             raise ValueError(f"fault {self.fault!r} swaps the rollout handler, which only the fast lane can do")
+        if self.observer is not None and self.lane != LANE_FAST:
+            raise ValueError("an observer sees the games of the fast lane only; the full lane plays them behind HTTP")
         if self.workers is not None and self.workers < 1:
             raise ValueError(f"workers must be at least 1, got {self.workers}")
         if self.checkpoint_every < 0:
@@ -292,8 +297,10 @@ def _reward_of(outcome: RolloutOutcome) -> float:
     return float(outcome.record.reward)
 
 
-def _keep_result_without_reward(payload: dict, model: rollout.ModelFactory | None = None) -> dict:
-    result: dict[str, Any] = dict(rollout.run_rollout(payload, model=model))
+def _keep_result_without_reward(
+    payload: dict, model: rollout.ModelFactory, observer: rollout.GameObserver | None = None
+) -> dict:
+    result: dict[str, Any] = dict(rollout.run_rollout(payload, model=model, observer=observer))
     result.pop("reward", None)
     result["status"] = "done"
     return result
@@ -320,16 +327,22 @@ def reward_variant_handler(variant: str, inner: Callable[..., Any] = rollout.run
     """A handler that plays `inner` and reports the `variant` reward of the game it played.
 
     `inner` is called as `inner(payload, model=model, observer=...)` (as `rollout.run_rollout`):
-    the game is handed to this handler's own observer, nothing process-wide; a rollout that never
-    made a game (a malformed task) keeps the handler's own reward.
+    the game is handed to this handler's own observer (then to the caller's, if any), nothing
+    process-wide; a rollout that never made a game (a malformed task) keeps the handler's own reward.
     """
     if variant == REWARD_TIERED:
         return inner
     score = REWARD_FUNCTIONS[variant]
 
-    def handler(payload: dict, model: rollout.ModelFactory | None = None) -> Any:
+    def handler(payload: dict, model: rollout.ModelFactory, observer: rollout.GameObserver | None = None) -> Any:
         games: list[Any] = []
-        result = inner(payload, model=model, observer=lambda task_id, game: games.append(game))
+
+        def keep(task_id: str, game: Any) -> None:
+            games.append(game)
+            if observer is not None:
+                observer(task_id, game)
+
+        result = inner(payload, model=model, observer=keep)
         if games and isinstance(result, dict) and "reward" in result:
             result = {**result, "reward": float(score(games[-1]))}
         return result
@@ -337,8 +350,10 @@ def reward_variant_handler(variant: str, inner: Callable[..., Any] = rollout.run
     return handler
 
 
-def _agent_error_result(payload: dict, model: rollout.ModelFactory | None = None) -> dict:
-    rollout.run_rollout(payload, model=model)
+def _agent_error_result(
+    payload: dict, model: rollout.ModelFactory, observer: rollout.GameObserver | None = None
+) -> dict:
+    rollout.run_rollout(payload, model=model, observer=observer)
     return {"status": "error", "error": "injected fault: the agent gave up on this rollout"}
 
 
@@ -542,6 +557,7 @@ class _JobSession:
                 top_p=task.top_p,
                 max_tokens=task.max_tokens,
                 handler=self._handler_for(task, attempt),
+                observer=self.options.observer,
             )
             return (episode.error if episode.reported == "nothing" else None), list(episode.refusals)
         from mtrl_course.local.service import ServiceError
@@ -776,8 +792,10 @@ class _Training:
         self.per_epoch = math.ceil(len(self.train_rows) / self.batch)
         self.total_steps = min(hp.max_steps, hp.max_epochs * self.per_epoch)
         self.val_every = hp.val_every if self.val_rows else 0
+        # The gradient's knobs (loss, clip bounds, advantage) and the optimizer are each built from
+        # the job's typed hyperparameters: Adam reads the learning rate from `hp` itself.
         self.config = grpo.GRPOConfig.from_training(hp)
-        self.optimizer = grpo.Adam(self.config)
+        self.optimizer = grpo.Adam(hp)
         self.completed = 0
 
     def run(self) -> None:
@@ -855,7 +873,7 @@ class _Training:
         if self.learner:
             return self._learner_step(step, epoch, tasks, outcomes, groups, advantages, started, rollout_seconds)
         update_started = time.monotonic()
-        self.adapter = grpo.update(self.adapter, batch, self.optimizer, step).adapter
+        self.adapter = grpo.update(self.adapter, batch, self.optimizer, step, self.config).adapter
         update_seconds = time.monotonic() - update_started
         if self.options.checkpoint_every and step % self.options.checkpoint_every == 0:
             self.adapter.save(checkpoint_path(self.options.adapter_dir, self.job.name, step))

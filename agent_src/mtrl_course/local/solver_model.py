@@ -152,7 +152,7 @@ class SolverPolicyModel(InProcessModel):
 
 
 class SolverModelFactory:
-    """A model factory for `wordle_agent.rollout.use_model_factory`, keeping what it built.
+    """A model factory to hand a rollout (`run_rollout(payload, model=factory)`), keeping what it built.
 
     Called as `factory(endpoint, params)` once per rollout attempt; the endpoint is ignored (the
     solver runs in-process). Use a fresh factory per rollout to read back that rollout's play.
@@ -183,25 +183,27 @@ def solver_model_factory(solver: EntropySolver | None = None) -> SolverModelFact
 def play_through_handler(words: Iterable[str], solver: EntropySolver | None = None) -> pd.DataFrame:
     """Play each word through the real rollout handler, in-process, with the solver as the policy.
 
-    Same columns as `play_many`. The handler returns only the reward (all the service ever
-    sees); the guesses, outcome and shaping score are read from the finished game through the
-    rollout's game-observer hook, and the reward column is the handler's own return value.
+    Same columns as `play_many`. The handler is the deployed one (`wordle_agent.main`'s guard,
+    the SDK's `sagemaker_rft_handler` and `run_rollout`), built for each word with that word's
+    solver factory and an observer (`main.rollout_handler`): nothing process-wide is swapped. It
+    returns only the reward (all the service ever sees); the guesses, outcome and shaping score
+    are read from the finished game the observer is handed, and the reward column is the
+    handler's own return value.
     """
     # Imported here: the handler pulls in the SageMaker SDK (seconds); the bare loop never needs it.
-    from wordle_agent.main import handle_rollout
-    from wordle_agent.rollout import use_game_observer, use_model_factory
+    from wordle_agent.main import rollout_handler
 
     solver = solver or default_solver()
     solver.matrix
     finished: list = []
     rows = []
-    with quiet_missing_metadata(), use_game_observer(lambda _task, game: finished.append(game)):
+    with quiet_missing_metadata():
         for index, word in enumerate(words):
             factory = solver_model_factory(solver)
             finished.clear()
+            handle_rollout = rollout_handler(factory, observer=lambda _task, game: finished.append(game))
             start = time.perf_counter()
-            with use_model_factory(factory):
-                result = handle_rollout(handler_payload(word, index))
+            result = handle_rollout(handler_payload(word, index))
             seconds = time.perf_counter() - start
             # The handler promises {"reward": float}; NaN marks a broken promise in the table.
             reward = float(result.get("reward", "nan") if isinstance(result, dict) else "nan")
