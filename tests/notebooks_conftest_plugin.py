@@ -124,9 +124,9 @@ def pytest_collectstart(collector: pytest.Collector) -> None:
 # `make test` runs under pytest-xdist with --dist loadgroup: every test of one module stays on
 # one worker (module-scoped fixtures such as a trained job are built once), and the notebooks that
 # build on each other run on one worker in file order, in one state folder, as they do when a
-# learner runs them in turn: 00 to 08 (06 and 07 read the job 05 trained, 07 the evaluations
-# 06 ran, 08 cleans up what 01 to 07 created and the file 07's evaluator leaves in notebooks/;
-# 04 and 06 print paths inside that folder, the one `mtrl notebooks run` uses).
+# learner runs them in turn: 00 to 08 (06 and 07 read the job 05 trained, and 07 lists the
+# evaluations 06 ran; 08 cleans up after them, the file 07's evaluator leaves in notebooks/
+# included; 04 and 06 print paths inside that folder, the one `mtrl notebooks run` uses).
 NOTEBOOK_GROUP = "notebooks"
 # These read nothing an earlier notebook left (09 trains in a temporary folder, 10 and 11 in
 # sub-folders of their own, the template only draws a figure) and none reads what they leave: each
@@ -134,9 +134,9 @@ NOTEBOOK_GROUP = "notebooks"
 # worker. Their stored outputs, taken in the chain's folder after 08, are the same (nbval
 # compares every cell), and none prints a path inside the folder.
 INDEPENDENT_NOTEBOOKS = ("09", "10", "11", "_template")
-# Groups handed out first, longest first (summed --durations of `make test` on 2 cores,
-# tests/notebooks_conftest_plugin.py's groups as of issue 23): a long group that starts last
-# keeps one worker busy after the other has finished. The rest follow in collection order.
+# Groups handed out first, longest first (summed --durations of `make test` on 2 cores, measured
+# for issue 23): a long group that starts last keeps one worker busy after the other has
+# finished. The rest follow in collection order.
 LONGEST_FIRST = (
     NOTEBOOK_GROUP,
     "notebooks-11",
