@@ -81,8 +81,9 @@ course: $(STAMP)
 	$(BIN)/mtrl course
 	$(BIN)/mtrl notebooks run 00 01 02 03 04 05 06 07 08 09 10 11 --no-store
 
-# Two or more workers (pytest-xdist): modules stay whole on one worker and the notebooks run in
-# order on one worker (see tests/notebooks_conftest_plugin.py).
+# Two or more workers (pytest-xdist): modules stay whole on one worker, the notebooks 00 to 08 run
+# in order on one worker, and 09, 10, 11 and the template, which need nothing from them, each in a
+# state folder of their own beside them (see tests/notebooks_conftest_plugin.py).
 PYTEST_WORKERS ?= auto
 PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadgroup
 # Two tiers split the suite by one marker (pyproject.toml): every test runs in exactly one of them

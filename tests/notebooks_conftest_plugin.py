@@ -30,9 +30,10 @@ from numbers_within import Tolerance, differences, tolerance_from_tags
 # Offline state never comes from, or goes to, the learner's `.state/`. The unit tests get a folder
 # emptied at the start (set at import: this plugin loads before anything imports
 # mtrl_course.config, which reads the variable once). The notebooks' kernels, which inherit the
-# environment when they start, get another one, the same folder `mtrl notebooks run` uses when it
-# stores the outputs, emptied before the first notebook: so nothing the unit tests trained leaks
-# into a notebook, and the paths notebooks print match the stored outputs.
+# environment when they start, get others: the chain 00 to 08 the same folder `mtrl notebooks run`
+# uses when it stores the outputs, and each independent notebook one of its own (see
+# NOTEBOOK_GROUP below), each emptied before its first notebook: so nothing the unit tests trained
+# leaks into a notebook, and the paths notebooks print match the stored outputs.
 STATE_ENV_VAR = "MTRL_STATE_DIR"
 # MTRL_TEST_STATE_ROOT moves all of it (tests/test_perturbed_arithmetic.py runs a second suite
 # beside this one and must not share its folders).
@@ -46,7 +47,7 @@ BATCH_STATE_DIR = STATE_ROOT / "batch"  # = mtrl_course.config.BATCH_STATE_DIR
 # environment) know the folder is ours to replace with their own, not a developer's choice.
 OURS_ENV_VAR = "MTRL_STATE_DIR_FROM_TESTS"
 _SET_BY_US = not os.environ.get(STATE_ENV_VAR) or os.environ.get(OURS_ENV_VAR) == "1"
-_NOTEBOOK_STATE_READY = False
+_NOTEBOOK_STATE_READY: set[Path] = set()  # folders emptied by this process
 
 
 def _fresh(path: Path) -> str:
@@ -95,16 +96,17 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Before a notebook's kernel starts (nbval starts it in its first cell's setup), switch folders.
 
-    The batch folder is emptied once, before the first notebook; the switch is undone after every
-    notebook cell, so a unit test that runs later on the same worker (and starts a subprocess)
-    still gets the tests' folder. A kernel keeps the environment it started with.
+    Each notebook group's folder is emptied once, before its first notebook (a group runs whole on
+    one worker); the switch is undone after every notebook cell, so a unit test that runs later on
+    the same worker (and starts a subprocess) still gets the tests' folder. A kernel keeps the
+    environment it started with.
     """
-    global _NOTEBOOK_STATE_READY
     if _SET_BY_US and item.path.suffix == NOTEBOOK_SUFFIX:
-        if not _NOTEBOOK_STATE_READY:
-            _fresh(BATCH_STATE_DIR)
-            _NOTEBOOK_STATE_READY = True
-        os.environ[STATE_ENV_VAR] = str(BATCH_STATE_DIR)
+        folder = notebook_state_dir(item.path)
+        if folder not in _NOTEBOOK_STATE_READY:
+            _fresh(folder)
+            _NOTEBOOK_STATE_READY.add(folder)
+        os.environ[STATE_ENV_VAR] = str(folder)
 
 
 @pytest.hookimpl(trylast=True)
@@ -120,25 +122,51 @@ def pytest_collectstart(collector: pytest.Collector) -> None:
 
 
 # `make test` runs under pytest-xdist with --dist loadgroup: every test of one module stays on
-# one worker (module-scoped fixtures such as a trained job are built once), and the notebooks
-# run on one worker in file order, because later notebooks reuse what earlier ones left in the
-# batch state folder, as they do when a learner runs them in turn.
+# one worker (module-scoped fixtures such as a trained job are built once), and the notebooks that
+# build on each other run on one worker in file order, in one state folder, as they do when a
+# learner runs them in turn: 00 to 08 (06 and 07 read the job 05 trained, and 07 lists the
+# evaluations 06 ran; 08 cleans up after them, the file 07's evaluator leaves in notebooks/
+# included; 04 and 06 print paths inside that folder, the one `mtrl notebooks run` uses).
 NOTEBOOK_GROUP = "notebooks"
-# Groups handed out first, longest first (measured with --durations on 2 cores): a long group
-# that starts last keeps one worker busy after the other has finished. The rest follow in
-# collection order.
+# These read nothing an earlier notebook left (09 trains in a temporary folder, 10 and 11 in
+# sub-folders of their own, the template only draws a figure) and none reads what they leave: each
+# is a group of its own with a state folder of its own, so they run beside the chain on another
+# worker. Their stored outputs, taken in the chain's folder after 08, are the same (nbval
+# compares every cell), and none prints a path inside the folder.
+INDEPENDENT_NOTEBOOKS = ("09", "10", "11", "_template")
+# Groups handed out first, longest first (summed --durations of `make test` on 2 cores, measured
+# for issue 23): a long group that starts last keeps one worker busy after the other has
+# finished. The rest follow in collection order.
 LONGEST_FIRST = (
     NOTEBOOK_GROUP,
-    "test_standin_lessons",
-    "test_lab_attach",
-    "test_cli",
-    "test_training",
+    "notebooks-11",
+    "notebooks-09",
     "test_site",
+    "test_sandbox",
     "test_evaluation",
-    "test_coding_trainer",
-    "test_coding_tasks",
+    "test_notebooks_hygiene",
+    "test_local_service",
+    "test_runner",
+    "test_scripts",
     "test_offline_aws",
+    "test_coding_tasks",
+    "notebooks-10",
+    "test_local_runtime",
+    "test_policy",
+    "test_cleanup",
+    "test_jobruntime",
+    "test_cli",
 )
+
+
+def _independent_notebook(path: Path) -> str | None:
+    return next((key for key in INDEPENDENT_NOTEBOOKS if path.stem.startswith(key)), None)
+
+
+def notebook_state_dir(path: Path) -> Path:
+    """The offline state folder the kernel of notebook `path` gets (see NOTEBOOK_GROUP)."""
+    key = _independent_notebook(path)
+    return BATCH_STATE_DIR if key is None else STATE_ROOT / f"batch-{key.strip('_')}"
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the group marks
@@ -161,13 +189,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 # Runs every notebook a second time in this checkout (their working folder is notebooks/, where
-# notebook 07's evaluator leaves a file that 08 cleans up): on the notebooks' worker, one run
-# after the other, never beside them.
+# notebook 07's evaluator leaves a file that 08 cleans up): in the chain's group, one run after
+# the other, never beside 07 and 08 (the independent notebooks leave nothing in notebooks/).
 RUNS_THE_NOTEBOOKS = {"test_perturbed_arithmetic"}
 
 
 def _group_of(item: pytest.Item) -> str:
-    if item.path.suffix == NOTEBOOK_SUFFIX or item.path.stem in RUNS_THE_NOTEBOOKS:
+    if item.path.suffix == NOTEBOOK_SUFFIX:
+        key = _independent_notebook(item.path)
+        return NOTEBOOK_GROUP if key is None else f"{NOTEBOOK_GROUP}-{key.strip('_')}"
+    if item.path.stem in RUNS_THE_NOTEBOOKS:
         return NOTEBOOK_GROUP
     return item.path.stem
 

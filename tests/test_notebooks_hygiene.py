@@ -589,3 +589,26 @@ def test_a_notebook_loads_an_experiment_script_without_touching_sys_path() -> No
     assert "no_such_script" not in sys.modules
     # The script may put its own folder on sys.path (standin_lessons does not); the cell does not.
     assert [p for p in sys.path if p not in before] == []
+
+
+def test_the_notebooks_beside_the_chain_get_folders_of_their_own_and_print_none_of_them() -> None:
+    """Under xdist, notebooks 00 to 08 run in order in the folder `mtrl notebooks run` stores their
+    outputs with; 09, 10, 11 and the template run beside them, each in its own state folder
+    (tests/notebooks_conftest_plugin.py). That is safe only while none of those prints a path
+    inside its folder: the stored outputs were taken in the chain's."""
+    import notebooks_conftest_plugin as plugin
+
+    paths = sorted(config.NOTEBOOKS_DIR.glob("*.ipynb"))
+    folders = {path.name: plugin.notebook_state_dir(path) for path in paths}
+    chain = sorted(name for name, folder in folders.items() if folder == plugin.BATCH_STATE_DIR)
+    assert chain == sorted(name for name in folders if re.match(r"0[0-8]_", name)), folders
+    beside = [path for path in paths if folders[path.name] != plugin.BATCH_STATE_DIR]
+    assert len({folders[path.name] for path in beside}) == len(beside) >= 4
+    for path in beside:
+        printed = "".join(
+            str(output.get("text", "")) + str(output.get("data", {}).get("text/plain", ""))
+            for cell in nbformat.read(path, as_version=4).cells
+            if cell.cell_type == "code"
+            for output in cell.outputs
+        )
+        assert ".state/" not in printed, f"{path.name} prints a path in its state folder: run it in the chain"
