@@ -114,3 +114,29 @@ def test_seed_one_reruns_its_base_evaluation_and_first_steps(stored, experiment)
         for step in (1, 2):
             fresh, then = curves["rollout/reward/mean"][step], old["rollout/reward/mean"][str(step)]
             assert abs(fresh - then) <= ONE_GAME_OF_A_STEP, (arm, step, fresh, then)
+
+
+def test_the_readme_quotes_the_stored_numbers(stored):
+    """README's table of the tiny model's lessons is the stored statistics, rounded to 0.1 point."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    stats = stored["statistics"]
+
+    def points(stat: dict, sign: float = 1.0) -> str:
+        return f"{100 * sign * stat['mean']:+.1f} ± {100 * stat['se']:.1f}"
+
+    quoted = [
+        points(stats[key])
+        for key in (
+            "gain/outcome_only",
+            "gain/tiered",
+            "gain/legacy",
+            "gain/lr_3e-5_recovery_on",
+            "vs_outcome_only/group_16",
+            "vs_outcome_only/group_32",
+        )
+    ]
+    quoted.append(points(stats["sampled_minus_greedy/base/low"], sign=-1.0) + " points for greedy")
+    long_run = json.loads((RESULTS.parent / learner_results.LONG_RUN_FILE).read_text())
+    quoted.append(points(learner_results._summary(long_run["summary"]["t1_low"]["gains"])))
+    missing = [text for text in quoted if text not in readme]
+    assert not missing, f"README.md's tiny-model table does not quote {missing}: update it from the stored file"

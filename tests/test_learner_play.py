@@ -85,10 +85,6 @@ def test_a_curriculum_game_is_the_same_through_the_agent_and_the_batched_player(
     emulator = JobRuntimeEmulator()
     emulator.register_job(ARN, LearnerPolicy(seed=0, base=base, batching=False))
     games: list = []
-
-    def handler(payload, model):
-        return rollout.run_rollout(payload, model=model, observer=lambda task_id, game: games.append(game))
-
     env = {rollout.REASONING_EFFORT_ENV: "low", rollout.RAW_TEXT_RECOVERY_ENV: "on" if recovery else "off"}
     with config.environment(env):
         for i, (word, priors) in enumerate(zip(WORDS, PRIORS)):
@@ -97,7 +93,15 @@ def test_a_curriculum_game_is_the_same_through_the_agent_and_the_batched_player(
             task = {"prompt": play.TASK_TEXT, "answer": word.lower(), "id": tid}
             if priors:
                 task[rollout.PRIOR_GUESSES_KEY] = priors
-            fastlane.play_episode(emulator, ARN, tid, json.dumps(task), temperature=0.0, max_tokens=64, handler=handler)
+            fastlane.play_episode(
+                emulator,
+                ARN,
+                tid,
+                json.dumps(task),
+                temperature=0.0,
+                max_tokens=64,
+                observer=lambda task_id, game: games.append(game),
+            )
     assert [g.game.guesses[: len(p)] for g, p in zip(batched, PRIORS)] == PRIORS
     assert [g.game.guesses for g in batched] == [g.guesses for g in games]
     assert [g.reward for g in batched] == pytest.approx([g.final_reward() for g in games])

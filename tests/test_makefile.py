@@ -119,6 +119,10 @@ EXPERIMENT_RERUNS = {
         "tests/test_learner_grpo_results.py",
         "test_the_first_two_steps_of_seed_one_rerun",
     ),
+    "learner_lessons.json": (
+        "tests/test_learner_lessons_results.py",
+        "test_seed_one_reruns_its_base_evaluation_and_first_steps",
+    ),
 }
 NOT_RERUN = {
     # The learner's GRPO runs (six to eleven minutes per seed each on the stage-6 base); no test

@@ -184,7 +184,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         "estimate its cost with your prices, or attach to a job started earlier; offline, a small "
         "stand-in policy really trains on your machine.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=40,
+        offline_seconds=49,
         live_time="about 12 h 40 min for the walkthrough's 100-step run (AWS walkthrough); "
         "a lab can attach to a job started earlier",
         live_cost="about $339 in training tokens and about $79 of AgentCore runtime for the "
@@ -209,7 +209,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         summary="Read reward, token and turn metrics from MLflow, plot the training curves, watch "
         "val/reward/pass_at_1, open the MLflow UI and follow one traced game.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=10,
+        offline_seconds=9,
         live_time="not measured (reading only; the job itself runs for hours)",
         live_cost="nothing beyond notebook 05's job: this notebook only reads metrics",
         prerequisites=("05",),
@@ -221,7 +221,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         summary="Evaluate the base and trained models at four serving settings (reasoning effort x "
         "temperature), one evaluation job at a time, and break down what the jobs billed.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=22,
+        offline_seconds=27,
         live_time="about an hour for the walkthrough's evaluation jobs, 4 to 7 min per "
         "128-word job, one at a time (AWS walkthrough)",
         live_cost="about $1.20 in tokens for the walkthrough's evaluation jobs (AWS walkthrough), "
@@ -257,7 +257,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         summary="Why a summed per-guess reward paid lost games and ranked fast solves below slow "
         "ones, and how an outcome-dominant reward with clipped shaping fixes both.",
         modes=_NO_LIVE_PART,
-        offline_seconds=21,
+        offline_seconds=35,
         live_time=None,
         live_cost=None,
         prerequisites=("00", "05"),
@@ -271,7 +271,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         "plateau) and their fixes on real calls and real training of the stand-in, and evaluate "
         "checkpoints at serving settings.",
         modes=_NO_LIVE_PART,
-        offline_seconds=16,
+        offline_seconds=29,
         live_time=None,
         live_cost=None,
         prerequisites=("05",),
