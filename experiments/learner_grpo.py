@@ -205,7 +205,7 @@ def train_batch(
     seed: int,
     hp_overrides: dict,
     reward: str = "tiered",
-    val_every: int = 20,
+    val_every: int | None = 20,
     *,
     train_priors: list[list[str]] | None = None,
     recovery: bool = True,
@@ -225,7 +225,8 @@ def train_batch(
     random order each epoch (seeded), and validation is at temperature 0 on the held-out words.
 
     `train_priors[i]` seeds training word i with prior guesses (a curriculum; the rows' order);
-    `recovery=False` plays without raw-text recovery (the agent's `RAW_TEXT_RECOVERY=off`), in
+    `val_every=None` skips validation (a notebook's quick re-run of stored steps); `recovery=False`
+    plays without raw-text recovery (the agent's `RAW_TEXT_RECOVERY=off`), in
     training and validation; steps named in `checkpoints` (a dict filled in place) keep a copy of
     the adapter after that step.
     """
@@ -279,7 +280,8 @@ def train_batch(
         curves["val/reward/pass_at_1"][step] = float(np.mean([g.solved for g in games]))
 
     started = time.monotonic()
-    validate(0)
+    if val_every is not None:
+        validate(0)
     order = rng.permutation(len(answers))
     with one_blas_thread():
         for step in range(1, total + 1):
@@ -334,7 +336,7 @@ def train_batch(
             curves["timing_s/step"][step] = time.monotonic() - t0
             if checkpoints is not None and step in checkpoints:
                 checkpoints[step] = copy.deepcopy(adapter)
-            if step % val_every == 0 or step == total:
+            if val_every is not None and (step % val_every == 0 or step == total):
                 validate(step)
             print(
                 f"  step {step}/{total}: reward {rewards.mean():+.3f}, solved {curves['rollout/solve_rate'][step]:.3f}"

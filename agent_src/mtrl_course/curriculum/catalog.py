@@ -184,7 +184,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         "estimate its cost with your prices, or attach to a job started earlier; offline, a small "
         "stand-in policy really trains on your machine.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=49,
+        offline_seconds=43,
         live_time="about 12 h 40 min for the walkthrough's 100-step run (AWS walkthrough); "
         "a lab can attach to a job started earlier",
         live_cost="about $339 in training tokens and about $79 of AgentCore runtime for the "
@@ -257,7 +257,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         summary="Why a summed per-guess reward paid lost games and ranked fast solves below slow "
         "ones, and how an outcome-dominant reward with clipped shaping fixes both.",
         modes=_NO_LIVE_PART,
-        offline_seconds=35,
+        offline_seconds=28,
         live_time=None,
         live_cost=None,
         prerequisites=("00", "05"),
@@ -271,7 +271,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         "plateau) and their fixes on real calls and real training of the stand-in, and evaluate "
         "checkpoints at serving settings.",
         modes=_NO_LIVE_PART,
-        offline_seconds=29,
+        offline_seconds=23,
         live_time=None,
         live_cost=None,
         prerequisites=("05",),
