@@ -504,6 +504,10 @@ def test_nbval_plugin_sanitizes_marks_and_compares(tmp_path: Path) -> None:
         "/dev/null",
     ]
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    # The inner run's plugin empties its state folders before it starts: give it folders of its
+    # own, or it would empty the running suite's (the notebooks' chain on the other worker lost
+    # its job's MLflow store mid-run that way).
+    env["MTRL_TEST_STATE_ROOT"] = str(tmp_path / "state")
     ran = subprocess.run([*command, str(good), str(bad)], capture_output=True, text=True, env=env, timeout=180)
     summary = ran.stdout.strip().splitlines()[-1]
     assert "1 failed, 7 passed" in summary, ran.stdout[-3000:]
