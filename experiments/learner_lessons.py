@@ -35,8 +35,8 @@ expected of any of them, and the stored file says what was measured, nulls inclu
     python experiments/learner_lessons.py --combine /tmp/s1.json /tmp/s2.json /tmp/s3.json
 
 Each arm's result is written as soon as it finishes; `--resume` skips the arms an interrupted
-run already wrote. One seed of all eight arms takes about 15 minutes on an idle two-core
-machine (one BLAS thread), and about three times that with three seeds side by side on a busy one.
+run already wrote. The stored run: three seeds side by side, one process each (one BLAS thread),
+25 to 26 minutes on a two-core machine shared with other work.
 """
 
 from __future__ import annotations
