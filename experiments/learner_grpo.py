@@ -381,23 +381,39 @@ def summarize(seeds: dict) -> dict:
     return summary
 
 
-def combine(parts: list[Path], out: Path) -> int:
-    """One results file from several one-seed files of the same command (run side by side)."""
+def git_commit() -> str:
+    """HEAD, marked when the work tree differs from it (a result's provenance)."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
+
+    return (git("rev-parse", "HEAD") or "unknown") + (" +uncommitted changes" if git("status", "--porcelain") else "")
+
+
+def merge_runs(parts: list[Path], keys: tuple[str, ...], script: str) -> dict:
+    """One-seed results files of the same command (run side by side) as one: `keys` must agree;
+    the provenance fields become lists, one entry per file, and the seeds are merged."""
     runs = [json.loads(p.read_text()) for p in parts]
-    keys = ("base_id", "eval_path", "trainer", "eval_seeds", "overrides", "reward", "lr_scale")
     for run in runs[1:]:
         differing = [k for k in keys if run.get(k) != runs[0].get(k)]
         if differing:
             raise SystemExit(f"cannot combine: the runs differ in {', '.join(differing)}")
     combined: dict = {k: runs[0].get(k) for k in keys}
-    combined["command"] = [r["command"] for r in runs]
-    combined["git_commit"] = [r["git_commit"] for r in runs]
-    combined["started"] = [r["started"] for r in runs]
+    for field in ("command", "git_commit", "started"):
+        combined[field] = [r[field] for r in runs]
     combined["note"] = (
         "one process per seed, run side by side on a shared two-core machine, combined with "
-        "`python experiments/learner_grpo.py --combine <files> --out <file>`"
+        f"`python {script} --combine <files> --out <file>`"
     )
     combined["seeds"] = {k: v for r in runs for k, v in r["seeds"].items()}
+    return combined
+
+
+def combine(parts: list[Path], out: Path) -> int:
+    """One results file from several one-seed files of the same command (run side by side)."""
+    keys = ("base_id", "eval_path", "trainer", "eval_seeds", "overrides", "reward", "lr_scale")
+    combined = merge_runs(parts, keys, "experiments/learner_grpo.py")
     combined["summary"] = summarize(combined["seeds"])
     out.write_text(json.dumps(combined, indent=1) + "\n")
     print(f"wrote {out}")
@@ -435,12 +451,9 @@ def main(argv: list[str] | None = None) -> int:
     tasks = failure_experiments.rows("validation")
     evaluate = eval_agent if args.eval_path == "agent" else eval_batch
     _, _, base_id = load_base()
-    import subprocess
-
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     out: dict = {
         "command": "python experiments/learner_grpo.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "git_commit": commit or "unknown",
+        "git_commit": git_commit(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "lr_scale": LR_SCALE,
         "base_id": base_id,

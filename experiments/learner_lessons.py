@@ -49,7 +49,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -280,28 +279,10 @@ def statistics(seeds: dict[str, Any]) -> dict[str, Any]:
     return stats
 
 
-def _git_commit() -> str:
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    return (head or "unknown") + (" +uncommitted changes" if dirty else "")
-
-
 def combine(parts: list[Path], out: Path) -> int:
     """One results file from one-seed files of the same arms (run side by side)."""
-    runs = [json.loads(p.read_text()) for p in parts]
-    for run in runs[1:]:
-        for key in ("base_id", "arms", "steps", "eval_seeds"):
-            if run[key] != runs[0][key]:
-                raise SystemExit(f"cannot combine: the runs differ in {key}")
-    combined = {k: runs[0][k] for k in ("base_id", "arms", "steps", "eval_seeds", "lr_scale")}
-    combined["command"] = [r["command"] for r in runs]
-    combined["git_commit"] = [r["git_commit"] for r in runs]
-    combined["started"] = [r["started"] for r in runs]
-    combined["note"] = (
-        "one process per seed, run side by side on a shared two-core machine, combined with "
-        "`python experiments/learner_lessons.py --combine <files> --out <file>`"
-    )
-    combined["seeds"] = {k: v for r in runs for k, v in r["seeds"].items()}
+    keys = ("base_id", "arms", "steps", "eval_seeds", "lr_scale")
+    combined = learner_grpo.merge_runs(parts, keys, "experiments/learner_lessons.py")
     combined["statistics"] = statistics(combined["seeds"])
     out.write_text(json.dumps(combined, indent=1) + "\n")
     print(f"wrote {out}")
@@ -326,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     _, _, base_id = load_base()
     out: dict[str, Any] = {
         "command": "python experiments/learner_lessons.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "git_commit": _git_commit(),
+        "git_commit": learner_grpo.git_commit(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "base_id": base_id,
         "lr_scale": LR_SCALE,

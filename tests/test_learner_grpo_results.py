@@ -18,14 +18,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from wordle_agent import reward
+from numbers_within import LEARNER_VALIDATION_WORDS as VALIDATION_WORDS
+from numbers_within import ONE_GAME_OF_A_STEP
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "learner_grpo_outcome_only_long.json"
-VALIDATION_WORDS = 128
-GAMES_PER_STEP = 32 * 8
-FASTEST_SOLVE = reward.SOLVE_BASE + reward.SPEED_BONUS + reward.SOLVED_SHAPING_WEIGHT
-ONE_GAME_OF_A_STEP = (FASTEST_SOLVE - reward.NO_PLAY_REWARD) / GAMES_PER_STEP
 
 
 @pytest.fixture(scope="module")

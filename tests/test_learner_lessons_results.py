@@ -16,16 +16,13 @@ import math
 from pathlib import Path
 
 import pytest
-from wordle_agent import reward
+from numbers_within import LEARNER_VALIDATION_WORDS as VALIDATION_WORDS
+from numbers_within import ONE_GAME_OF_A_STEP
 
 from mtrl_course import learner_results
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "learner_lessons.json"
-VALIDATION_WORDS = 128
-GAMES_PER_STEP = 32 * 8
-FASTEST_SOLVE = reward.SOLVE_BASE + reward.SPEED_BONUS + reward.SOLVED_SHAPING_WEIGHT
-ONE_GAME_OF_A_STEP = (FASTEST_SOLVE - reward.NO_PLAY_REWARD) / GAMES_PER_STEP
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +73,8 @@ def test_the_notebook_tables_read_every_arm(stored):
     assert len(learner_results.headline(stored)) == len(learner_results.REWARD_ARMS) + 1
     assert [r["setting"] for r in learner_results.grid(stored)] == [label for _, label in learner_results.SETTINGS]
     assert len(learner_results.grid_lessons(stored)) == 6
-    assert len(learner_results.rewards(stored)) == 3 and len(learner_results.reward_lessons(stored)) == 4
+    assert len(learner_results.rewards(stored)) == len(learner_results.REWARD_ARMS) + 1  # the base first
+    assert len(learner_results.reward_lessons(stored)) == 4
     assert len(learner_results.drift(stored)) == 3 and len(learner_results.group_and_curriculum(stored)) == 3
     steps = learner_results.checkpoints(stored)
     assert [r["step"] for r in steps][-1] == stored["steps"]
