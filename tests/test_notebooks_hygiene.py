@@ -534,7 +534,9 @@ def test_normalise_merges_split_stream_outputs(template: Any) -> None:
     ]
 
 
-def test_run_without_store_leaves_the_file_alone(tmp_path: Path) -> None:
+def test_run_without_store_leaves_the_file_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The run empties its state folder first: not the notebooks' chain's, running on another worker.
+    monkeypatch.setattr(config, "BATCH_STATE_DIR", tmp_path / "batch-state")
     copy = tmp_path / executor.TEMPLATE_PATH.name
     shutil.copy(executor.TEMPLATE_PATH, copy)
     nb = nbformat.read(copy, as_version=4)
