@@ -148,6 +148,7 @@ def grid(data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
                 "trained (outcome only)": f"{trained['mean']:.1%}",
                 "adapter adds (± SE)": _fmt(adapter),
                 "verdict": _verdict(adapter),
+                "base tokens a game": float(np.mean([s["base"][key]["completion_tokens_per_game"] for s in seeds])),
             }
         )
     return rows
@@ -236,7 +237,18 @@ def rewards(data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Notebook 09: the three rewards from the base, and what each trained adapter does at T=1."""
     data = data if data is not None else lessons()
     seeds = _seeds(data)
-    rows = []
+    base = [s["base"]["t1_low"] for s in seeds]
+    rows: list[dict[str, Any]] = [
+        {
+            "reward": "none (the base)",
+            "solve rate (T=1)": f"{np.mean([b['solve_rate'] for b in base]):.1%}",
+            "gain (± SE)": "",
+            "solved within 3": f"{np.mean([b['solved_within_3'] for b in base]):.1%}",
+            "tokens a game": float(np.mean([b["completion_tokens_per_game"] for b in base])),
+            "training reward, last step": None,
+            "training tokens a game, last step": None,
+        }
+    ]
     for arm, label in REWARD_ARMS:
         trained = [s["arms"][arm]["trained"]["t1_low"] for s in seeds]
         last = str(data["steps"])
@@ -339,6 +351,7 @@ def group_and_curriculum(
                 "tiny model, solve rate at T=1": _fmt(stat),
                 "by seed": _by_seed(stat),
                 "verdict": _verdict(stat),
+                "this run's gain over the base": _fmt(stats[f"gain/{arm}"]),
                 "stand-in, served solve rate (this run / default)": (
                     f"{levels[f'{prefix} eval_T1_solve']['mean']:.1%} / {levels['group 8 eval_T1_solve']['mean']:.1%}"
                 ),
