@@ -10,6 +10,11 @@
 - Cells tagged `numbers-within:rel=R,abs=A` (outputs downstream of training or sampling, whose
   last digits depend on the CPU) compare their text exactly and their numbers within that
   tolerance (tests/numbers_within.py; docs/DESIGN.md, "Comparing numbers across machines").
+- Cells tagged `stored-rerun` re-run a step or a seed of a stored experiment (seconds each, to
+  show a reader that the stored numbers come back). They belong to the second test tier: a run
+  whose `-m` expression leaves out `experiments` (`make test`) skips them and says so; any other
+  run executes them, `make test-experiments` through tests/test_perturbed_arithmetic.py. Nothing
+  a later cell reads may be defined in one (tests/test_notebooks_hygiene.py checks).
 - Defaults, so `--nbval` alone is enough: the kernel runs this interpreter (not whatever a
   `python3` kernelspec points at) and the sanitizer is `nbval_sanitize.cfg` next to this file.
 """
@@ -25,6 +30,11 @@ from typing import Any
 
 import pytest
 from _pytest.nodes import coerce_node_id  # see pytest_collection_modifyitems
+
+# Before nbval (loaded after this -p plugin) imports jsonschema: defers its IRI grammar in the
+# controller and every worker, as the package does in every course process (deferred_imports.py).
+# The package's __init__ reads no setting, so the state folder below is still chosen first.
+import mtrl_course  # noqa: F401,E402
 from numbers_within import Tolerance, differences, tolerance_from_tags
 
 # Offline state never comes from, or goes to, the learner's `.state/`. The unit tests get a folder
@@ -151,10 +161,10 @@ LONGEST_FIRST = (
     "test_offline_aws",
     "test_coding_tasks",
     "notebooks-10",
-    "test_local_runtime",
-    "test_policy",
+    "test_agent_server",
+    "test_stand_in_policy",
     "test_cleanup",
-    "test_jobruntime",
+    "test_job_runtime_emulator",
     "test_cli",
 )
 
@@ -169,14 +179,41 @@ def notebook_state_dir(path: Path) -> Path:
     return BATCH_STATE_DIR if key is None else STATE_ROOT / f"batch-{key.strip('_')}"
 
 
+STORED_RERUN_TAG = "stored-rerun"
+SECOND_TIER_MARKER = "experiments"
+STORED_RERUN_SKIP = (
+    "a re-run of a stored experiment: second tier (make test-experiments runs it, in "
+    "tests/test_perturbed_arithmetic.py)"
+)
+
+
+def leaves_out_stored_reruns(config: pytest.Config) -> bool:
+    """True when this run's `-m` expression would deselect a notebook cell of the second tier."""
+    expression = getattr(config.option, "markexpr", "") or ""
+    if not expression.strip():
+        return False
+    from _pytest.mark.expression import Expression
+
+    carried = {MARKER, SECOND_TIER_MARKER}
+    return not Expression.compile(expression).evaluate(lambda name, *_, **__: name in carried)
+
+
+def _is_stored_rerun(item: pytest.Item) -> bool:
+    cell = getattr(item, "cell", None)
+    return cell is not None and STORED_RERUN_TAG in cell.get("metadata", {}).get("tags", [])
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     grouping = bool(getattr(config.option, "loadgroup", False))  # set by xdist for --dist loadgroup
+    skip_reruns = leaves_out_stored_reruns(config)
     for item in items:
         group = _group_of(item)
         if item.path.suffix == NOTEBOOK_SUFFIX:
             item.add_marker(MARKER)
             _allow_number_tolerance(item)
+            if skip_reruns and _is_stored_rerun(item):
+                item.add_marker(pytest.mark.skip(reason=STORED_RERUN_SKIP))
         item.add_marker(pytest.mark.xdist_group(group))
         if grouping and "@" not in item.nodeid:
             # xdist's scheduler reads the group from an "@group" suffix of the node id. xdist

@@ -144,6 +144,7 @@ def test_train_flags_replace_the_discovered_resources(offline, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_train_evaluate_jobs_and_attach_offline(capsys, offline, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the evaluator writes its pipeline file into the working directory
     try:

@@ -35,6 +35,7 @@ def test_the_check_catches_a_task_whose_tests_cannot_tell() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_in_the_sandbox_every_reference_passes_and_every_guess_fails() -> None:
     failures = []
     for task in TASKS:

@@ -39,6 +39,7 @@ FOUNDATION = {
     "mtrl_course.telemetry",
     "mtrl_course.mlflow_client",
     "mtrl_course.wordlists",
+    "mtrl_course.deferred_imports",
 }
 # Layer 3, one module per course step (and the lessons' toolkits: notebook 09's reward designs, notebook
 # 05's anatomy of one GRPO update).

@@ -308,6 +308,7 @@ async def _run_cells(ws_url: str, sources: list[str]) -> tuple[dict[str, Any], l
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_open_run_and_save_in_jupyterlab_keeps_make_test_green(
     lab_server: tuple[str, str, Path], tmp_path: Path
 ) -> None:

@@ -148,6 +148,45 @@ def check_live_cells(nb: Any, nn: str) -> list[str]:
     return found
 
 
+STORED_RERUN_TAG = "stored-rerun"  # = notebooks_conftest_plugin.STORED_RERUN_TAG
+
+
+def _bound_and_read(source: str) -> tuple[set[str], set[str]]:
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set(), set()
+    bound, read = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return bound, read
+
+
+def check_stored_reruns(nb: Any) -> list[str]:
+    """A `stored-rerun` cell is skipped by `make test`: nothing after it may read a name it binds."""
+    found = []
+    cells = code_cells(nb)
+    for index, cell in enumerate(cells, 1):
+        if STORED_RERUN_TAG not in executor.tags(cell):
+            continue
+        bound, _ = _bound_and_read(cell.source)
+        for later_index, later in enumerate(cells[index:], index + 1):
+            used = sorted(bound & _bound_and_read(later.source)[1])
+            if used:
+                found.append(
+                    f"code cell {later_index} reads {', '.join(used)} from the {STORED_RERUN_TAG} cell {index}, "
+                    "which `make test` skips: define them in a cell of their own"
+                )
+    return found
+
+
 def all_problems(nb: Any, nn: str) -> list[str]:
     return [
         *check_counts(nb),
@@ -158,6 +197,7 @@ def all_problems(nb: Any, nn: str) -> list[str]:
         *check_bootstrap(nb, nn),
         *check_generated_cells(nb, nn),
         *check_live_cells(nb, nn),
+        *check_stored_reruns(nb),
     ]
 
 
@@ -321,6 +361,29 @@ def test_live_and_install_rules(template: Any, source: str, tags: list[str], exp
         assert problems == []
     else:
         assert any(expected in p for p in problems), problems
+
+
+def test_a_later_cell_reading_a_stored_reruns_names_is_caught(template: Any) -> None:
+    fresh = nbformat.from_dict(template)
+    cells = code_cells(fresh)
+    cells[-2].source = "rerun = 1"
+    cells[-2].metadata["tags"] = [STORED_RERUN_TAG]
+    cells[-1].source = "print(rerun)"
+    assert any("reads rerun from the stored-rerun cell" in p for p in check_stored_reruns(fresh))
+    cells[-1].source = "print(2)"
+    assert check_stored_reruns(fresh) == []
+
+
+def test_only_a_run_that_leaves_out_the_second_tier_skips_the_stored_reruns() -> None:
+    from types import SimpleNamespace
+
+    from notebooks_conftest_plugin import leaves_out_stored_reruns
+
+    def run(expression: str) -> bool:
+        return leaves_out_stored_reruns(SimpleNamespace(option=SimpleNamespace(markexpr=expression)))  # type: ignore[arg-type]
+
+    assert run("not experiments")  # make test
+    assert not run("experiments") and not run("") and not run("notebooks")
 
 
 def test_guarded_live_cells_pass(template: Any) -> None:

@@ -443,6 +443,7 @@ def test_offline_backend_is_a_thread_safe_singleton(offline):
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_presigned_url_points_at_a_local_mlflow_ui_the_course_can_start(boto, offline):
     import httpx
 

@@ -4,7 +4,8 @@ Another machine's numpy and OpenBLAS kernels round the policy's dot products dif
 last bit; a training run then takes a different draw somewhere and prints different last digits
 (docs/DESIGN.md, "Comparing numbers across machines"). This test (in `make test-experiments`)
 runs what the suite compares against committed outputs and stored results (every notebook under
-nbval, and the re-runs of the stored experiments) a second time, with `MTRL_PERTURB_ARITHMETIC=1`:
+nbval, the cells tagged `stored-rerun` that `make test` skips included, and the re-runs of the
+stored experiments) a second time, with `MTRL_PERTURB_ARITHMETIC=1`:
 the same sums in reverse order. Everything must still pass, and at least one notebook cell must have needed its tolerance
 (otherwise the perturbation perturbed nothing and the test proves nothing).
 
@@ -24,6 +25,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from notebooks_conftest_plugin import STORED_RERUN_SKIP
 
 ROOT = Path(__file__).resolve().parents[1]
 # The stored-result comparisons re-run in the suite.
@@ -57,6 +59,8 @@ def test_every_committed_comparison_holds_under_perturbed_arithmetic(tmp_path: P
     )
     tail = ran.stdout[-6000:]
     assert ran.returncode == 0, tail
+    # The notebook cells that re-run a stored experiment (skipped by `make test`) ran here.
+    assert STORED_RERUN_SKIP not in ran.stdout, tail
     summary = re.findall(r"(\d+) (passed|failed|error)", ran.stdout.splitlines()[-1])
     assert dict((kind, int(n)) for n, kind in summary).get("passed", 0) > 100, tail
     needed = report.read_text().split() if report.exists() else []

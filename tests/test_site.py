@@ -351,6 +351,7 @@ def browse(
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_every_page_renders_offline_in_chromium(built_site: Path, served_site: str) -> None:
     pages = sorted(p.relative_to(built_site).as_posix() for p in built_site.rglob("*.html") if p.name != "404.html")
     assert len(pages) >= len([e for e in catalog.NOTEBOOKS if e.path.is_file()]) + len(site.DOC_TITLES) + 2
@@ -364,6 +365,7 @@ def test_every_page_renders_offline_in_chromium(built_site: Path, served_site: s
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_the_browser_check_catches_outside_requests_dead_images_and_links(tmp_path: Path) -> None:
     filler = "<p>" + "words to read " * 20 + "</p>"
     (tmp_path / "bad.html").write_text(
@@ -378,6 +380,7 @@ def test_the_browser_check_catches_outside_requests_dead_images_and_links(tmp_pa
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_the_layout_check_catches_hidden_columns_broken_words_and_small_figures(tmp_path: Path) -> None:
     filler = "<p>" + "words to read " * 20 + "</p>"
     wide = "<tr>" + "<td>a_value_that_does_not_wrap_at_all</td>" * 8 + "</tr>"
@@ -407,6 +410,7 @@ def test_the_layout_check_catches_hidden_columns_broken_words_and_small_figures(
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_a_code_cell_wider_than_the_column_shows_the_cue(built_site: Path, served_site: str) -> None:
     # Notebook 07 has code lines of over 100 characters: at 1280x900 they scroll sideways.
     with _chromium_page() as opened:
@@ -427,6 +431,7 @@ def test_a_code_cell_wider_than_the_column_shows_the_cue(built_site: Path, serve
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_a_wide_figure_enlarges_on_click_and_closes_with_escape(built_site: Path, served_site: str) -> None:
     with _chromium_page() as opened:
         page = opened.page
@@ -445,6 +450,7 @@ def test_a_wide_figure_enlarges_on_click_and_closes_with_escape(built_site: Path
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_the_site_read_from_disk_searches_and_its_404_page_works(built_site: Path) -> None:
     """As the README opens it: build/site/index.html from disk (file://), no server."""
     with _chromium_page(lambda url: urlsplit(url).scheme in ("file", "data", "about", "blob")) as opened:

@@ -239,6 +239,7 @@ def test_the_real_agent_reproduces_the_walkthroughs_rows(offline):
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_the_no_entrypoint_program_ends_without_ever_listening(offline):
     """The handler alone is a plain function: the program imports the SDK, defines it and exits 0."""
     with smoke.NoServerRuntime(init_timeout=0.1) as runtime:
