@@ -20,6 +20,10 @@ export MTRL_MODE ?= offline
 # Keep third-party telemetry and update checks quiet and offline.
 export SAGEMAKER_TELEMETRY_DISABLED ?= true
 export MPLBACKEND ?= Agg
+# Python keeps the course's own compiled modules (__pycache__/, git-ignored) even where the
+# environment turns that off (PYTHONDONTWRITEBYTECODE=1, as on this project's CI image): every
+# test worker, notebook kernel and child process would otherwise compile them again from source.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help venv check-python course test test-experiments test-fast lint notebooks bench lock words dataset site student lab clean distclean
 

@@ -153,8 +153,12 @@ OTHER_SECOND_TIER = (
     ("tests/test_lab_attach.py", "test_a_learner_attaches_to_the_instructors_run_with_only_its_id"),
     ("tests/test_cli.py", "test_offline_no_wait_leaves_a_job_that_completes"),
     # Issue 23's 4-minute `make test` (measured with --durations on the idle 2-core machine, -n 2):
-    # the site in a real browser, 18 s for every page and 2 to 3 s for each of the other five
-    # (the build itself, and the checks of what it wrote, stay in `make test`);
+    # the site: its build with mkdocs, 8 to 10 s, the three checks of what the build wrote, and the
+    # browser, 18 s for every page and 2 to 3 s for each of the other five (the site's own
+    # functions, links, tables and 404 page, are unit-tested in `make test`);
+    ("tests/test_site.py", "test_every_existing_notebook_and_doc_has_a_page"),
+    ("tests/test_site.py", "test_the_search_index_is_also_a_script_for_reading_from_disk"),
+    ("tests/test_site.py", "test_no_page_asks_for_a_cdn_script_or_font"),
     ("tests/test_site.py", "test_every_page_renders_offline_in_chromium"),
     ("tests/test_site.py", "test_the_browser_check_catches_outside_requests_dead_images_and_links"),
     ("tests/test_site.py", "test_the_layout_check_catches_hidden_columns_broken_words_and_small_figures"),

@@ -197,6 +197,7 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_every_existing_notebook_and_doc_has_a_page(built_site: Path) -> None:
     for entry in catalog.NOTEBOOKS:
         page = built_site / "notebooks" / entry.filename.replace(".ipynb", ".html")
@@ -207,6 +208,7 @@ def test_every_existing_notebook_and_doc_has_a_page(built_site: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_the_search_index_is_also_a_script_for_reading_from_disk(built_site: Path) -> None:
     import json
 
@@ -221,6 +223,7 @@ def test_the_search_index_is_also_a_script_for_reading_from_disk(built_site: Pat
 
 
 @pytest.mark.slow
+@pytest.mark.experiments
 def test_no_page_asks_for_a_cdn_script_or_font(built_site: Path) -> None:
     for page in built_site.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
