@@ -46,6 +46,16 @@ def test_the_iri_grammar_is_built_on_first_use_and_answers_as_the_real_package()
     assert deferred["real_after_use"]  # the real package replaced the stand-in on first use
 
 
+@pytest.mark.slow
+def test_a_submodule_of_the_deferred_package_still_imports() -> None:
+    probe = (
+        "import json, mtrl_course, sys; import rfc3987_syntax.syntax_helpers as helpers; "
+        "print(json.dumps(helpers.is_valid_syntax('iri', 'https://example.com/')))"
+    )
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(ran.stdout.strip().splitlines()[-1]) is True
+
+
 def test_installing_twice_or_after_the_real_import_changes_nothing() -> None:
     from mtrl_course import deferred_imports
 

@@ -33,11 +33,14 @@ def defer_iri_parser() -> bool:
         if IRI_PACKAGE in sys.modules:
             return False
         try:
-            if importlib.util.find_spec(IRI_PACKAGE) is None:
-                return False
+            spec = importlib.util.find_spec(IRI_PACKAGE)
         except (ImportError, ValueError):
             return False
+        if spec is None:
+            return False
         stand_in = types.ModuleType(IRI_PACKAGE, "Stand-in for rfc3987_syntax: imports it on first use.")
+        # Its submodules stay importable (`import rfc3987_syntax.syntax_helpers` builds the parser).
+        stand_in.__path__ = list(spec.submodule_search_locations or [])
 
         def real() -> Any:
             with _lock:
