@@ -25,11 +25,11 @@ export MPLBACKEND ?= Agg
 # test worker, notebook kernel and child process would otherwise compile them again from source.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help venv check-python course test test-experiments test-fast lint notebooks bench lock words dataset site student lab clean distclean
+.PHONY: help venv check-python course test test-experiments test-fast lint ruff types notebooks bench lock words dataset site student lab clean distclean
 
 help:
 	@echo "make course     run the course's main job offline (creates .venv on first use)"
-	@echo "make test       lint, type-check, then the first test tier (unit, property, contract, nbval, hygiene)"
+	@echo "make test       lint, then the first test tier (unit, property, contract, nbval, hygiene) with the type check beside it"
 	@echo "make test-experiments  the second tier: one-seed re-runs of the stored experiments, perturbed arithmetic, slow end-to-end checks"
 	@echo "make lint       ruff (lint and format check) and mypy only"
 	@echo "make lab        open the notebooks in JupyterLab (this environment's python3 kernel, clean saves)"
@@ -85,10 +85,14 @@ course: $(STAMP)
 	$(BIN)/mtrl course
 	$(BIN)/mtrl notebooks run 00 01 02 03 04 05 06 07 08 09 10 11 --no-store
 
-# Two or more workers (pytest-xdist): modules stay whole on one worker, the notebooks 00 to 08 run
-# in order on one worker, and 09, 10, 11 and the template, which need nothing from them, each in a
-# state folder of their own beside them (see tests/notebooks_conftest_plugin.py).
-PYTEST_WORKERS ?= auto
+# One pytest-xdist worker more than the machine has CPUs (at most 4): modules stay whole on one
+# worker, the notebooks 00 to 08 run in order on one worker, and 09, 10, 11 and the template, which
+# need nothing from them, each in a state folder of their own beside them (see
+# tests/notebooks_conftest_plugin.py). Many tests wait on a kernel, a server, a subprocess or a
+# sandbox's time limit: on a 2-core machine, one worker per CPU kept 1.76 CPUs busy on average and
+# pytest took 4:27; one worker more kept 1.89 busy and took 3:58.
+# (The CPUs this process may use, as pytest-xdist's `-n auto` counts them.)
+PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1)')
 PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadgroup
 # Two tiers split the suite by one marker (pyproject.toml): every test runs in exactly one of them
 # (tests/test_makefile.py checks that the two selections are complements). `make test` is the
@@ -97,17 +101,31 @@ PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --maxprocesses 4 --dist l
 # notebooks (minutes each; tests/test_makefile.py lists them). `.ci/run` runs both.
 TIER_TEST := not experiments
 TIER_EXPERIMENTS := experiments
-test: $(STAMP) lint
-	$(PYTEST) -m "$(TIER_TEST)"
+# mypy (CPU-bound, about 12 s on a fresh clone) runs beside the tests instead of before them; its
+# report follows theirs, and either failing fails `make test`.
+TYPES_LOG := build/mypy.log
+test: $(STAMP) ruff
+	@mkdir -p $(dir $(TYPES_LOG))
+	@echo "$(BIN)/mypy > $(TYPES_LOG) (beside the tests; its report follows theirs)"
+	@$(BIN)/mypy > $(TYPES_LOG) 2>&1 & types=$$!; \
+	echo '$(PYTEST) -m "$(TIER_TEST)"'; \
+	$(PYTEST) -m "$(TIER_TEST)"; tests=$$?; \
+	wait $$types; typed=$$?; \
+	echo "mypy:"; cat $(TYPES_LOG); \
+	[ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 
 test-experiments: $(STAMP)
 	$(PYTEST) -m "$(TIER_EXPERIMENTS)"
 
 # Style and types, configured in pyproject.toml: ruff's lint rules, ruff's formatter (check only;
 # `$(BIN)/ruff format` rewrites) and mypy over both packages.
-lint: $(STAMP)
+lint: ruff types
+
+ruff: $(STAMP)
 	$(BIN)/ruff check agent_src tests benchmarks experiments
 	$(BIN)/ruff format --check agent_src tests benchmarks experiments
+
+types: $(STAMP)
 	$(BIN)/mypy
 
 # The first tier without the notebooks (quick inner loop while editing code).

@@ -20,7 +20,10 @@ from mtrl_course.local.agent_server import LocalAgentRuntime, live_group_members
 from mtrl_course.local.service import ServiceError
 
 SESSION_ID = "course-smoke-test-session-0000000001"  # 36 characters, like the walkthrough's
-SLOW_HANDLER_S = 3.0
+# A "slow" invocation sleeps this long; a restart must cut it off instead of waiting for it. Far
+# above what a restart takes on a loaded machine (a 3 s version failed at 3.1 s with three test
+# workers sharing two CPUs), so only a restart that waits for the handler can reach it.
+SLOW_HANDLER_S = 30.0
 TESTS_DIR = str(Path(__file__).resolve().parent)
 
 
@@ -109,7 +112,7 @@ def test_restart_keeps_the_arn_and_cuts_off_in_flight_invocations(offline):
     time.sleep(0.3)
     started = time.monotonic()
     runtime.restart()
-    caller.join(10)
+    caller.join(SLOW_HANDLER_S + 5)
     assert time.monotonic() - started < SLOW_HANDLER_S  # the restart did not wait for the rollout
     assert outcome["error"]["Code"] == "RuntimeClientError" and "restarted" in outcome["error"]["Message"]
     assert (runtime.generation, runtime.url) == (1, port)

@@ -293,7 +293,8 @@ def test_the_wall_clock_budget_is_respected(server: FakePolicyServer, monkeypatc
     server.reset(always(Delay(30, Text("too late"))))
     started = time.monotonic()
     assert run_rollout(payload(server), model=JOB_RUNTIME) == {"reward": NO_PLAY_REWARD}
-    assert time.monotonic() - started < 3
+    # Far below the 30 s reply it would otherwise wait for, with room for a loaded machine.
+    assert time.monotonic() - started < 10
     assert len(server.chat_requests) == 1  # no retry once the budget is gone
 
 
