@@ -10,9 +10,11 @@ wherever it is written. Every rule the "Packages" section of DESIGN.md states ha
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import sys
 import tokenize
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -101,6 +103,7 @@ MODULES = {
 }
 
 
+@functools.cache
 def _imported_names(name: str) -> list[str]:
     """Every dotted name `name`'s file imports, at any depth, TYPE_CHECKING blocks included."""
     path = MODULES[name]
@@ -142,7 +145,25 @@ def outside_imports(name: str) -> set[str]:
     }
 
 
-GRAPH = {name: imports_of(name) for name in MODULES}
+class _ImportGraph(Mapping[str, set[str]]):
+    """Each agent_src module to the agent_src modules it imports, parsed on first use: every
+    pytest-xdist worker imports this file to collect it, and only one runs its tests."""
+
+    @functools.cached_property
+    def _edges(self) -> dict[str, set[str]]:
+        return {name: imports_of(name) for name in MODULES}
+
+    def __getitem__(self, name: str) -> set[str]:
+        return self._edges[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._edges)
+
+    def __len__(self) -> int:
+        return len(self._edges)
+
+
+GRAPH = _ImportGraph()
 TOOLKIT_MODULES = sorted(n for n in MODULES if n == TOOLKIT or n.startswith(TOOLKIT + "."))
 
 
@@ -287,7 +308,7 @@ def test_the_seam_uses_of_local_only_the_backend_and_the_call():
     assert local <= SEAM_MAY_USE, sorted(local - SEAM_MAY_USE)
 
 
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+def _cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
     """Strongly connected components with more than one module (Tarjan's algorithm)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
