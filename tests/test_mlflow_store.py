@@ -84,3 +84,56 @@ def test_the_store_is_made_where_asked_with_its_folders(tmp_path, name):
     path = tmp_path / "deep" / "er" / name
     mlflow_store.ensure_store(path)
     assert path.is_file() and path.stat().st_size > 0
+
+
+@pytest.fixture
+def no_template(tmp_path, monkeypatch):
+    """A process that has made no store yet, with its checkout's cache in `tmp_path / "cache"`."""
+    from mtrl_course import config
+
+    monkeypatch.setattr(config, "CACHE_DIR", tmp_path / "cache")
+    monkeypatch.setattr(mlflow_store, "_template", None)
+    return tmp_path / "cache"
+
+
+def _refuse_migrations(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("MLflow was asked to build a store although the checkout's cache holds one")
+
+    monkeypatch.setattr("mlflow.tracking.MlflowClient", refuse)
+
+
+def test_a_later_process_copies_the_checkouts_cached_store_without_migrating(tmp_path, monkeypatch, no_template):
+    mlflow_store.ensure_store(tmp_path / "first.db")
+    (cached,) = no_template.glob("mlflow-*-sqlite-*-empty.db")
+    monkeypatch.setattr(mlflow_store, "_template", None)  # as in the next process
+    _refuse_migrations(monkeypatch)
+    uri = mlflow_store.ensure_store(tmp_path / "second.db")
+    assert _tables(tmp_path / "second.db")["alembic_version"] == _tables(cached)["alembic_version"]
+    monkeypatch.undo()
+    assert [e.name for e in MlflowClient(tracking_uri=uri).search_experiments()] == ["Default"]
+
+
+@pytest.mark.parametrize("damage", ["not a database", "a store with a run", "half a file"])
+def test_a_damaged_or_used_cached_store_is_made_again(tmp_path, monkeypatch, no_template, damage):
+    mlflow_store.ensure_store(tmp_path / "first.db")
+    (cached,) = no_template.glob("*.db")
+    if damage == "not a database":
+        cached.write_bytes(b"nothing to see")
+    elif damage == "half a file":
+        cached.write_bytes(cached.read_bytes()[: cached.stat().st_size // 2])
+    else:
+        client = MlflowClient(tracking_uri=mlflow_store.tracking_uri(cached))
+        client.create_run("0")
+    monkeypatch.setattr(mlflow_store, "_template", None)
+    uri = mlflow_store.ensure_store(tmp_path / "second.db")
+    client = MlflowClient(tracking_uri=uri)
+    assert [e.name for e in client.search_experiments()] == ["Default"] and not client.search_runs(["0"])
+    assert mlflow_store._is_empty_and_migrated(cached)  # replaced by a whole, empty store
+
+
+def test_a_checkout_whose_cache_cannot_be_written_still_gets_stores(tmp_path, no_template):
+    no_template.write_text("a file where the cache folder would go")
+    uri = mlflow_store.ensure_store(tmp_path / "store.db")
+    assert [e.name for e in MlflowClient(tracking_uri=uri).search_experiments()] == ["Default"]
+    assert no_template.read_text() == "a file where the cache folder would go"

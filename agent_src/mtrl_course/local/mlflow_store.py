@@ -3,8 +3,10 @@
 An offline MLflow app is a sqlite tracking store. MLflow builds a new store by running its
 schema migrations, about a second on a 2-core machine; copying an empty store that was
 migrated once takes a few milliseconds. A notebook creates one or two stores, the test suite
-dozens, so the first store of a process is migrated in a private temporary folder and every
-later one is a copy of it.
+dozens, so every store is a copy of one migrated empty store: the checkout's cached one for the
+installed MLflow and SQLite (`.cache/`, kept across processes: each notebook kernel and test
+worker would otherwise spend about a second migrating its own), or, when there is none or it
+cannot be written, one migrated in a private temporary folder for this process.
 
 The copy is the store MLflow would have made, row for row, with the "Default" experiment's row
 brought up to date: its creation time, and its artifact location, which MLflow derives from the
@@ -70,10 +72,14 @@ def _bring_default_experiment_up_to_date(path: Path) -> None:
 
 
 def _empty_store() -> Path:
-    """This process's migrated empty store (created on first use, removed at exit)."""
+    """A migrated empty store: the checkout's cached one, else one made now (and cached if possible)."""
     global _template
     if _template is not None and _template.is_file():
         return _template
+    cached = _cache_path()
+    if _is_empty_and_migrated(cached):
+        _template = cached
+        return cached
     from mlflow.tracking import MlflowClient
 
     folder = Path(tempfile.mkdtemp(prefix="mtrl-mlflow-empty-"))
@@ -83,4 +89,35 @@ def _empty_store() -> Path:
     # (and so the same migrations and default rows) as a store MLflow creates on first use.
     MlflowClient(tracking_uri=tracking_uri(store)).search_experiments()
     _template = store
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_name(f".{cached.name}.{os.getpid()}.partial")
+        shutil.copyfile(store, partial)
+        os.replace(partial, cached)  # atomic: another process never reads half a store
+    except OSError:
+        pass  # a read-only checkout: this process keeps its own template
     return store
+
+
+def _cache_path() -> Path:
+    """Where this checkout keeps the empty store for the installed MLflow and SQLite versions."""
+    from importlib.metadata import version
+
+    from mtrl_course import config
+
+    return config.CACHE_DIR / f"mlflow-{version('mlflow')}-sqlite-{sqlite3.sqlite_version}-empty.db"
+
+
+def _is_empty_and_migrated(path: Path) -> bool:
+    """True for a store whose migrations ran to the end and that holds only the Default experiment."""
+    if not path.is_file():
+        return False
+    try:
+        with sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True) as db:
+            (migrations,) = db.execute("SELECT count(*) FROM alembic_version").fetchone()
+            experiments = db.execute("SELECT experiment_id, name FROM experiments").fetchall()
+            (runs,) = db.execute("SELECT count(*) FROM runs").fetchone()
+        db.close()
+    except sqlite3.Error:
+        return False
+    return migrations == 1 and experiments == [(DEFAULT_EXPERIMENT_ID, "Default")] and runs == 0
