@@ -307,3 +307,25 @@ def test_asked_for_by_name_the_evaluators_own_error_is_raised(offline, create_jo
     finally:
         next(setup, None)
     assert create_job_stub == []
+
+
+def test_a_step_failing_between_two_polls_of_the_pipeline_keeps_its_reason(monkeypatch):
+    """The pipeline's status is read before its steps: a step that fails between the two reads
+    is seen with the ended status on the next poll, and its reason reaches the error."""
+
+    class Pipeline:
+        status, steps = "Executing", []
+
+        def describe_pipeline_execution(self, PipelineExecutionArn):
+            return {"PipelineExecutionStatus": self.status}
+
+        def list_pipeline_execution_steps(self, PipelineExecutionArn):
+            seen = list(self.steps)
+            if not seen:  # the step fails right after this read, and the pipeline ends with it
+                self.steps = [{"StepName": "EvaluateBaseModel", "StepStatus": "Failed", "FailureReason": "no data"}]
+                self.status = "Failed"
+            return {"PipelineExecutionSteps": seen}
+
+    monkeypatch.setattr(evaluation, "_sagemaker", Pipeline)
+    with pytest.raises(evaluation.EvaluationFailed, match=r"\(EvaluateBaseModel: no data\)"):
+        evaluation._job_of_pipeline("arn:aws:sagemaker:us-west-2:000000000000:pipeline/p/execution/e")

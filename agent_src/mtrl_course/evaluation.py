@@ -362,6 +362,10 @@ def _job_of_pipeline(execution_arn: str) -> str:
     live = config.is_live()
     deadline = time.monotonic() + PIPELINE_START_TIMEOUT_S[live]
     while True:
+        # The status first, then the steps: a pipeline ends after its failed step is recorded, so a
+        # status that is already terminal comes with the step that says why. (Read the other way
+        # round, a step could fail between the two reads and the reason would be lost.)
+        status = sagemaker.describe_pipeline_execution(PipelineExecutionArn=execution_arn)["PipelineExecutionStatus"]
         steps = sagemaker.list_pipeline_execution_steps(PipelineExecutionArn=execution_arn).get(
             "PipelineExecutionSteps", []
         )
@@ -370,7 +374,6 @@ def _job_of_pipeline(execution_arn: str) -> str:
             if arn:
                 return arn.rsplit("/", 1)[-1]
         failed = [s for s in steps if s.get("StepStatus") == "Failed"]
-        status = sagemaker.describe_pipeline_execution(PipelineExecutionArn=execution_arn)["PipelineExecutionStatus"]
         if failed or status in PIPELINE_TERMINAL:
             reasons = (
                 "; ".join(f"{s['StepName']}: {s.get('FailureReason', 'no reason given')}" for s in failed) or status
