@@ -328,4 +328,4 @@ def test_a_step_failing_between_two_polls_of_the_pipeline_keeps_its_reason(monke
 
     monkeypatch.setattr(evaluation, "_sagemaker", Pipeline)
     with pytest.raises(evaluation.EvaluationFailed, match=r"\(EvaluateBaseModel: no data\)"):
-        evaluation._job_of_pipeline("arn:aws:sagemaker:us-west-2:000000000000:pipeline/p/execution/e")
+        evaluation._job_of_pipeline("arn:aws:sagemaker:us-west-2:111122223333:pipeline/p/execution/e")
