@@ -22,6 +22,7 @@ import sqlite3
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 DEFAULT_EXPERIMENT_ID = 0
@@ -44,12 +45,18 @@ def ensure_store(path: Path) -> str:
         return tracking_uri(path)
     with _lock:
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-            shutil.copyfile(_empty_store(), partial)
-            _bring_default_experiment_up_to_date(partial)
-            os.replace(partial, path)  # atomic: a reader never sees half a store
+            _copy_whole(_empty_store(), path, _bring_default_experiment_up_to_date)
     return tracking_uri(path)
+
+
+def _copy_whole(source: Path, path: Path, update: Callable[[Path], None] | None = None) -> None:
+    """Copy `source` to `path` (updating the copy first) so that no reader ever sees half a store."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    shutil.copyfile(source, partial)
+    if update is not None:
+        update(partial)
+    os.replace(partial, path)  # atomic, also against other processes
 
 
 def default_artifact_location() -> str:
@@ -90,10 +97,7 @@ def _empty_store() -> Path:
     MlflowClient(tracking_uri=tracking_uri(store)).search_experiments()
     _template = store
     try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_name(f".{cached.name}.{os.getpid()}.partial")
-        shutil.copyfile(store, partial)
-        os.replace(partial, cached)  # atomic: another process never reads half a store
+        _copy_whole(store, cached)
     except OSError:
         pass  # a read-only checkout: this process keeps its own template
     return store
