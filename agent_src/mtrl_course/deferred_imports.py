@@ -12,15 +12,31 @@ has the same functions; the first call of any of them (or the first other attrib
 imports the real package, which then replaces the stand-in in `sys.modules`, and hands the call
 on. A validation that uses the IRI formats gives the same answer as without the stand-in
 (tests/test_deferred_imports.py), only its first call pays the parser's start-up.
+
+The SageMaker SDK repeats one check. Whenever it reads a value of its config file (the offline
+backend always writes one, for the telemetry opt-out; telemetry.py), it validates the whole file
+with `jsonschema.validate(config, SAGEMAKER_PYTHON_SDK_CONFIG_SCHEMA)`, and that function first
+checks the SDK's large schema against JSON Schema's meta-schema, on every call: about 0.1 s of
+CPU each time, four or five times per trainer or evaluator built (sagemaker-core 2.27:
+config_manager.py, config.py, common_utils.get_sagemaker_config_value). The same pattern, and
+its cost, are described upstream for other projects (for example Significant-Gravitas/AutoGPT
+#13749). `validate_sdk_config_once()` wraps `jsonschema.validate` so that, for the SDK's schema
+only, a config already found valid in this process is not validated again: the first call for
+each distinct config, and every call for an invalid one, run the real validation and raise its
+error. Any other schema, or extra arguments, go to jsonschema untouched.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import sys
 import threading
 import types
+from collections.abc import Callable, Sequence
 from typing import Any
 
 IRI_PACKAGE = "rfc3987_syntax"
@@ -65,3 +81,97 @@ def defer_iri_parser() -> bool:
         stand_in.__dict__["_mtrl_stand_in"] = True
         sys.modules[IRI_PACKAGE] = stand_in
         return True
+
+
+# ----------------------------------------------------------------------------------------------
+# The SageMaker SDK's config file: validated once per distinct content, not on every read
+
+VALIDATING_PACKAGE = "jsonschema"
+SDK_SCHEMA_MODULE = "sagemaker.core.config.config_schema"
+SDK_SCHEMA_NAME = "SAGEMAKER_PYTHON_SDK_CONFIG_SCHEMA"
+_WRAPPED_MARK = "_mtrl_sdk_config_once"
+
+
+def validate_sdk_config_once() -> bool:
+    """Wrap `jsonschema.validate` now, or right after jsonschema is first imported; False when
+    it is wrapped already or jsonschema is not installed."""
+    with _lock:
+        module = sys.modules.get(VALIDATING_PACKAGE)
+        if module is not None:
+            return _wrap_validate(module)
+        if any(isinstance(finder, _AfterImport) for finder in sys.meta_path):
+            return False
+        try:
+            if importlib.util.find_spec(VALIDATING_PACKAGE) is None:
+                return False
+        except (ImportError, ValueError):
+            return False
+        sys.meta_path.insert(0, _AfterImport(VALIDATING_PACKAGE, _wrap_validate))
+        return True
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs `then(module)` once a package's own code has run (a one-shot post-import hook)."""
+
+    def __init__(self, name: str, then: Callable[[types.ModuleType], object]) -> None:
+        self.name, self.then = name, then
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.name:
+            return None
+        with _lock:
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)  # the other finders, as if this one were absent
+        loader = spec.loader if spec is not None else None
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run_module = loader.exec_module
+        then = self.then
+
+        def exec_module(module: types.ModuleType) -> None:
+            run_module(module)
+            then(module)
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]  # this spec's own loader
+        return spec
+
+
+def _wrap_validate(module: types.ModuleType) -> bool:
+    original = getattr(module, "validate", None)
+    if original is None or getattr(original, _WRAPPED_MARK, False):
+        return False
+    passed: set[object] = set()  # canonical forms of the configs found valid
+
+    @functools.wraps(original)
+    def validate(instance: Any, schema: Any, *args: Any, **kwargs: Any) -> None:
+        sdk = sys.modules.get(SDK_SCHEMA_MODULE)
+        if args or kwargs or sdk is None or schema is not getattr(sdk, SDK_SCHEMA_NAME, None):
+            return original(instance, schema, *args, **kwargs)
+        try:
+            key = _canonical(instance)
+            known = key in passed
+        except TypeError:  # unhashable or unorderable content: always the real check
+            return original(instance, schema)
+        if not known:
+            original(instance, schema)  # raises for an invalid config, every time
+            passed.add(key)
+        return None
+
+    setattr(validate, _WRAPPED_MARK, True)
+    module.validate = validate  # type: ignore[attr-defined]
+    return True
+
+
+def _canonical(value: Any) -> object:
+    """A hashable form of a JSON-like value that keeps every type apart (a list is not a tuple,
+    True is not 1), so two values with the same form validate alike."""
+    if isinstance(value, dict):
+        items = ((_canonical(key), _canonical(item)) for key, item in value.items())
+        return ("dict", tuple(sorted(items, key=repr)))
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, tuple(_canonical(item) for item in value))
+    hash(value)  # TypeError for anything unhashable
+    return (type(value), value)

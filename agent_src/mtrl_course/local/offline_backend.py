@@ -145,7 +145,8 @@ class OfflineBackend:
                 runtime.stop()
             except Exception as err:  # a broken runtime must not block the reset
                 logger.warning("could not stop runtime %s: %s", getattr(runtime, "arn", runtime), err)
-        self.state_dir = state_dir or self.state_dir
+        # A str works as well as a Path (callers write `reset_offline(tempfile.mkdtemp())`).
+        self.state_dir = Path(state_dir) if state_dir else self.state_dir
         self.mlflow.reset(self.state_dir)
         self.service.reset()
         self.job_runtime.emulator = None
