@@ -199,16 +199,17 @@ def test_a_failed_evaluation_says_why_on_both_paths(offline, trained):
 
 @pytest.mark.slow
 def test_run_grid_evaluates_both_models_and_restores_the_effort(offline, trained):
-    frame = evaluation.run_grid(offline, trained, settings=(("medium", 1.0), ("low", 0.0)), echo=False)
+    # One setting, two real jobs: the order of several settings is checked above with a stand-in
+    # `evaluate`, each path on its own by the tests before this one, and the whole grid, both paths
+    # mixed, by notebook 07 in `make test`.
+    frame = evaluation.run_grid(offline, trained, settings=(("medium", 0.0),), echo=False)
     assert [(r.model, r.effort, r.temperature) for r in frame.itertuples()] == [
-        ("base", "medium", 1.0),
-        ("trained", "medium", 1.0),
-        ("base", "low", 0.0),
-        ("trained", "low", 0.0),
+        ("base", "medium", 0.0),
+        ("trained", "medium", 0.0),
     ]
-    assert frame.attrs["via"] == ["CreateJob", "CreateJob", "MultiTurnRLEvaluator", "MultiTurnRLEvaluator"]
-    solved = {(r.model, r.effort): r.pass_at_1 for r in frame.itertuples()}
-    assert solved[("trained", "low")] > solved[("base", "low")]
+    assert frame.attrs["via"] == ["MultiTurnRLEvaluator", "MultiTurnRLEvaluator"]
+    solved = {r.model: r.pass_at_1 for r in frame.itertuples()}
+    assert solved["trained"] > solved["base"]
     assert offline.reasoning_effort == "low" == offline.runtime.env["REASONING_EFFORT"]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import threading
 import time
@@ -114,10 +115,26 @@ def test_a_later_process_copies_the_checkouts_cached_store_without_migrating(tmp
     assert [e.name for e in MlflowClient(tracking_uri=uri).search_experiments()] == ["Default"]
 
 
+@pytest.fixture(scope="module")
+def migrated_cache(tmp_path_factory):
+    """A checkout's cached store, migrated by MLflow once for the tests that damage a copy of it
+    (a migration costs about 1.5 s of CPU)."""
+    from mtrl_course import config
+
+    folder = tmp_path_factory.mktemp("migrated-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(config, "CACHE_DIR", folder)
+        patch.setattr(mlflow_store, "_template", None)
+        mlflow_store.ensure_store(folder / "first.db")
+    (cached,) = folder.glob("mlflow-*-sqlite-*-empty.db")
+    return cached
+
+
 @pytest.mark.parametrize("damage", ["not a database", "a store with a run", "half a file"])
-def test_a_damaged_or_used_cached_store_is_made_again(tmp_path, monkeypatch, no_template, damage):
-    mlflow_store.ensure_store(tmp_path / "first.db")
-    (cached,) = no_template.glob("*.db")
+def test_a_damaged_or_used_cached_store_is_made_again(tmp_path, monkeypatch, no_template, damage, migrated_cache):
+    no_template.mkdir()
+    cached = Path(shutil.copyfile(migrated_cache, no_template / migrated_cache.name))
+    assert mlflow_store._is_empty_and_migrated(cached)  # whole before the damage
     if damage == "not a database":
         cached.write_bytes(b"nothing to see")
     elif damage == "half a file":
