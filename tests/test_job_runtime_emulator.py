@@ -760,3 +760,61 @@ def test_concurrent_rollouts_through_agentcore_app_record_every_reward_once(emu,
         assert rec.sample_count == 2 and {s.temperature for s in rec.samples} == {1.0}
     assert emu.rejections(arn) == []
     assert emu.token_totals(arn).sample_requests == 2 * CONCURRENT_ROLLOUTS
+
+
+# --- the SDK reads "404" anywhere in a failure's text, the URL's port included ---------------------
+def test_the_sdk_takes_a_400_on_a_port_with_404_in_it_for_a_missing_trajectory(monkeypatch, caplog):
+    """Why the loopback servers avoid such ports: the SDK's feedback client swallows the failure.
+    (If this starts failing, the SDK no longer matches the digits in the URL, and
+    job_runtime_emulator.PORT_DIGITS_TO_AVOID can go.)"""
+    from sagemaker.train.rft import feedback
+
+    def refuse(port: int):
+        def post(self, path, body):
+            raise requests.HTTPError(f"400 Client Error: Bad Request for url: http://127.0.0.1:{port}{path}")
+
+        return post
+
+    client = feedback.RolloutFeedbackClient({"jobArn": "arn:job", "rolloutId": "r1", "endpoint": "http://x"})
+    monkeypatch.setattr(feedback.RolloutFeedbackClient, "_bearer_post", refuse(40412))
+    with caplog.at_level(logging.WARNING, logger=feedback.__name__):
+        client.complete_rollout()  # swallowed
+    assert "CompleteRollout 404: trajectory r1 not found" in caplog.text
+    monkeypatch.setattr(feedback.RolloutFeedbackClient, "_bearer_post", refuse(41213))
+    with pytest.raises(requests.HTTPError, match="400 Client Error"):
+        client.complete_rollout()
+
+
+class _FakeSocket:
+    def __init__(self, port: int) -> None:
+        self.port, self.closed = port, False
+
+    def setsockopt(self, *args) -> None:
+        pass
+
+    def bind(self, address) -> None:
+        pass
+
+    def getsockname(self) -> tuple[str, int]:
+        return ("127.0.0.1", self.port)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_loopback_ports_never_carry_the_digits_the_sdk_reads_as_a_status():
+    from mtrl_course.local.job_runtime_emulator import bind_loopback
+
+    made = [_FakeSocket(port) for port in (40412, 34045, 51234)]
+    handed = iter(made)
+    chosen = bind_loopback(lambda: next(handed))
+    assert chosen is made[2] and not chosen.closed
+    assert made[0].closed and made[1].closed  # held until a good one was bound, then released
+    with pytest.raises(RuntimeError, match="no free loopback port"):
+        bind_loopback(lambda: _FakeSocket(40404))
+    server = LoopbackServer(BedrockAgentCoreApp(), name="port-check")
+    server.start()
+    try:
+        assert "404" not in server.url.rsplit(":", 1)[1]
+    finally:
+        server.stop()

@@ -1027,17 +1027,46 @@ class ScriptedPolicy:
         )
 
 
+# The SageMaker SDK's rollout feedback client (sagemaker/train/rft/feedback.py, sagemaker-train
+# 1.27: complete_rollout and update_reward) takes any failure whose text contains "404" for a
+# missing trajectory, logs "CompleteRollout 404: trajectory ... not found" and swallows it. The
+# text is requests' "400 Client Error: Bad Request for url: http://127.0.0.1:PORT/...", so on a
+# port such as 40412 a 400 became a swallowed "404" offline, and notebook 03's log table changed
+# with the port the OS picked (it failed `make test` once). Live, the endpoint's URL has no port.
+# So the loopback servers never listen on a port whose digits contain a status code the SDK
+# looks for (tests/test_job_runtime_emulator.py shows the SDK's behaviour).
+PORT_DIGITS_TO_AVOID = ("404",)
+_BIND_ATTEMPTS = 64
+
+
+def bind_loopback(make_socket: Callable[[], socket.socket] | None = None) -> socket.socket:
+    """A TCP socket bound on SERVER_HOST to a port the OS picked, none of PORT_DIGITS_TO_AVOID."""
+    make_socket = make_socket or (lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP))
+    refused: list[socket.socket] = []  # held open until the end, so the OS cannot hand one back
+    try:
+        for _ in range(_BIND_ATTEMPTS):
+            candidate = make_socket()
+            candidate.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            candidate.bind((SERVER_HOST, 0))
+            if not any(digits in str(candidate.getsockname()[1]) for digits in PORT_DIGITS_TO_AVOID):
+                return candidate
+            refused.append(candidate)
+        raise RuntimeError(f"no free loopback port without {PORT_DIGITS_TO_AVOID} in {_BIND_ATTEMPTS} tries")
+    finally:
+        for held in refused:
+            held.close()
+
+
 class LoopbackServer:
-    """uvicorn serving an ASGI app on 127.0.0.1 in a background thread, on a port the OS picked."""
+    """uvicorn serving an ASGI app on 127.0.0.1 in a background thread, on a port the OS picked
+    (never one with "404" in it: see PORT_DIGITS_TO_AVOID)."""
 
     def __init__(self, app: Callable, name: str) -> None:
         # Binding here, before the thread starts, means the URL is known and free: no port race.
         # proto must be IPPROTO_TCP (not the default 0): asyncio only sets TCP_NODELAY on accepted
         # sockets whose proto says TCP, and without it every keep-alive request after the first
         # waited 40 ms for a delayed ACK (Nagle), capping a client at about 23 requests/s.
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind((SERVER_HOST, 0))
+        self._socket = bind_loopback()
         self.url = f"http://{SERVER_HOST}:{self._socket.getsockname()[1]}"
         config = uvicorn.Config(
             app,
