@@ -1046,11 +1046,12 @@ def bind_loopback(make_socket: Callable[[], socket.socket] | None = None) -> soc
     try:
         for _ in range(_BIND_ATTEMPTS):
             candidate = make_socket()
+            refused.append(candidate)  # until it proves good (closed with the others on any error)
             candidate.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             candidate.bind((SERVER_HOST, 0))
             if not any(digits in str(candidate.getsockname()[1]) for digits in PORT_DIGITS_TO_AVOID):
+                refused.remove(candidate)
                 return candidate
-            refused.append(candidate)
         raise RuntimeError(f"no free loopback port without {PORT_DIGITS_TO_AVOID} in {_BIND_ATTEMPTS} tries")
     finally:
         for held in refused:
