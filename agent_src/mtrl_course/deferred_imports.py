@@ -153,7 +153,7 @@ def _wrap_validate(module: types.ModuleType) -> bool:
         try:
             key = _canonical(instance)
             known = key in passed
-        except TypeError:  # unhashable or unorderable content: always the real check
+        except (TypeError, RecursionError):  # unhashable or self-containing content: always the real check
             return original(instance, schema)
         if not known:
             original(instance, schema)  # raises for an invalid config, every time
