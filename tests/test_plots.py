@@ -239,21 +239,42 @@ def test_serving_grid_says_what_effort_means_for_the_stand_in():
     ]
 
 
-@settings(max_examples=40, deadline=None)
+# The band's property over many curves is checked on the function that computes it (drawing a
+# figure per example cost about 0.2 s each); the test after it checks that the figure draws
+# exactly that band, clip included.
+@settings(max_examples=200, deadline=None)
 @given(
     means=st.lists(st.floats(-1.5, 1.59), min_size=2, max_size=6),
     std=st.floats(0.0, 3.0),
+    missing=st.sets(st.integers(0, 5)),
 )
-def test_training_band_stays_inside_the_reward_range_for_any_curve(means, std):
-    frame = pd.DataFrame(index=pd.Index(range(len(means) + 1), name="step"))
-    frame["rollout/reward/mean"] = [np.nan, *means]
-    frame["rollout/reward/std"] = [np.nan] + [std] * len(means)
-    frame["val/reward/pass_at_1"] = [0.0] + [np.nan] * len(means)
+def test_training_band_stays_inside_the_reward_range_for_any_curve(means, std, missing):
+    reward = pd.Series(means, index=range(1, len(means) + 1))
+    stds = pd.Series([np.nan if i in missing else std for i in range(len(means))], index=reward.index)
+    lowest, highest = plots.wordle_reward_range()
+    low, high = plots.reward_band(reward, stds, (lowest, highest))
+    assert list(low.index) == list(high.index) == list(reward.index)
+    assert (lowest - 1e-9 <= low).all() and (high <= highest + 1e-9).all()
+    assert (low <= reward + 1e-12).all() and (reward <= high + 1e-12).all()
+    assert (high - low <= 2 * std + 1e-9).all()  # the clip only ever narrows it
+    for i in missing & set(range(len(means))):  # a step without a std gets no band
+        assert low.iloc[i] == high.iloc[i] == reward.iloc[i]
+
+
+def test_the_figure_draws_the_computed_band():
+    frame = curves()
+    frame["rollout/reward/mean"] = [np.nan, -1.4, 0.2, 1.3, 1.5, 1.55]
+    frame["rollout/reward/std"] = [np.nan, 0.9, np.nan, 0.9, 0.2, 0.9]
     left = plots.training_curves(frame).axes[0]
     band = next(c for c in left.collections if c.get_label().startswith("± 1 std"))
-    ys = np.concatenate([path.vertices[:, 1] for path in band.get_paths()])
-    lowest, highest = plots.wordle_reward_range()
-    assert lowest - 1e-9 <= ys.min() and ys.max() <= highest + 1e-9
+    drawn: dict[float, set[float]] = {}
+    for path in band.get_paths():
+        for x, y in path.vertices:
+            drawn.setdefault(round(float(x), 9), set()).add(round(float(y), 9))
+    reward = frame["rollout/reward/mean"].dropna()
+    low, high = plots.reward_band(reward, frame["rollout/reward/std"], plots.wordle_reward_range())
+    assert drawn == {round(float(x), 9): {round(low[x], 9), round(high[x], 9)} for x in reward.index}
+    assert min(low) == pytest.approx(-1.5) and max(high) == pytest.approx(1.59)  # both clips active
     plt.close("all")
 
 

@@ -77,6 +77,14 @@ def wordle_reward_range() -> tuple[float, float]:
 
 
 # --- training curves ------------------------------------------------------------------------------
+def reward_band(reward: pd.Series, std: pd.Series, reward_range: tuple[float, float]) -> tuple[pd.Series, pd.Series]:
+    """The (low, high) edges of `training_curves`' band: mean -+ one std at each step of `reward`,
+    clipped to `reward_range` (lowest, highest a game can pay); a step without a std gets none."""
+    lowest, highest = reward_range
+    spread = std.reindex(reward.index).fillna(0.0)
+    return (reward - spread).clip(lower=lowest), (reward + spread).clip(upper=highest)
+
+
 def training_curves(
     frame: pd.DataFrame,
     *,
@@ -114,11 +122,11 @@ def training_curves(
         raise ValueError(f"training_curves needs reward_range as (lowest, highest); got {reward_range!r}")
     left.plot(reward.index, reward.values, color=COLOUR_REWARD, marker="o", markersize=3, label="mean")
     if REWARD_STD in data.columns:
-        std = data[REWARD_STD].reindex(reward.index).fillna(0.0)
+        low, high = reward_band(reward, data[REWARD_STD], (lowest, highest))
         left.fill_between(
             reward.index,
-            (reward - std).clip(lower=lowest),
-            (reward + std).clip(upper=highest),
+            low,
+            high,
             color=COLOUR_REWARD,
             alpha=BAND_ALPHA,
             label=f"± 1 std, clipped to the reward's range [{lowest:+.2f}, {highest:+.2f}]",
