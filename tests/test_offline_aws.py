@@ -103,6 +103,37 @@ def test_session_in_another_region_keeps_that_region(offline):
     assert aws.session("us-west-2").client("s3").meta.region_name == "us-west-2"
 
 
+def test_a_session_reuses_its_clients_per_arguments_and_never_across_sessions(offline):
+    session = aws.session()
+    s3 = session.client("s3")
+    assert session.client("s3") is s3
+    assert session.client("s3", region_name="eu-west-1") is not s3
+    assert session.client("s3", region_name="eu-west-1").meta.region_name == "eu-west-1"
+    assert session.client("iam") is not s3
+    configured = Config(retries={"max_attempts": 1})
+    assert session.client("s3", config=configured) is not session.client("s3", config=configured)
+    assert aws.session().client("s3") is not s3  # a new session starts from fresh clients
+    s3.create_bucket(Bucket="mtrl-reuse-check")  # a shared client still works
+    assert "mtrl-reuse-check" in [b["Name"] for b in session.client("s3").list_buckets()["Buckets"]]
+
+
+def test_threads_sharing_a_session_get_one_client(offline):
+    session = aws.session()
+    got: list[object] = []
+    start = threading.Barrier(8)
+
+    def ask() -> None:
+        start.wait()
+        got.append(session.client("sagemaker"))
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(got) == 8 and len({id(client) for client in got}) == 1
+
+
 def test_iam_and_s3_round_trip_through_moto(boto):
     arn = make_role(boto)
     assert arn == f"arn:aws:iam::{ACCOUNT}:role/MtrlJobRole"
