@@ -144,11 +144,11 @@ def reuse_clients(session: boto3.Session) -> boto3.Session:
 
     Building a botocore client is costly (about 15 ms: a new client class with one method per
     operation, the endpoint rules, a copy of the event hooks), and the toolkit and the SageMaker
-    SDK ask one session for the same client again and again: in `make test`, 1,108 of 2,124
-    clients were repeats from the same session. Clients are thread-safe, so one is shared; the
-    lock makes creating them safe too (a boto3 Session is not). A call with a `config` (a
-    botocore Config) or unhashable arguments always gets a new client. Clients of different
-    sessions are never shared, so a test or a new `session()` starts from fresh clients.
+    SDK ask one session for the same client again and again: in the test modules of `make
+    test`, 1,108 of 2,124 clients were repeats from one session. Clients are thread-safe, so one
+    is shared; the lock makes creating them safe too (a boto3 Session is not). A call with a
+    `config` (a botocore Config) or unhashable arguments always gets a new client. Clients of
+    different sessions are never shared: a test or a new `session()` starts from fresh clients.
     """
     create = session.client
     made: dict[Any, Any] = {}
