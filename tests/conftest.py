@@ -6,12 +6,16 @@ import logging
 
 import pytest
 from hypothesis import HealthCheck, settings
+from mtrl_course import config
 
 # Hypothesis's timing checks (the per-example deadline, "too slow" data generation) measure the
 # machine, not the code: on a loaded 2-core machine they failed tests that were right. Tests
 # that pass their own settings keep them; anything they leave out comes from this profile.
 settings.register_profile("course", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("course")
+
+# The course's own collection thresholds in every test process too (mtrl_course.config says why).
+config.tune_garbage_collector()
 
 # Values botocore accepts but AWS never would; "testing" is moto's convention.
 FAKE_AWS_ENV = {

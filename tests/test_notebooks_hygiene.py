@@ -11,6 +11,7 @@ check fires on a notebook that breaks its rule.
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import shutil
@@ -415,6 +416,26 @@ def test_a_toolkit_from_another_checkout_is_named(tmp_path: Path) -> None:
     assert notebook.other_checkout_note(here / "agent_src" / "mtrl_course", here) is None
     note = notebook.other_checkout_note(other / "agent_src" / "mtrl_course", here)
     assert note is not None and str(other / "agent_src") in note and "make lab" in note
+
+
+def test_kernels_the_cli_and_test_processes_collect_garbage_at_the_course_thresholds(monkeypatch, capsys) -> None:
+    assert gc.get_threshold() == config.GC_THRESHOLDS  # this process: tests/conftest.py
+    for name in ("_quiet_logs", "_quiet_warnings", "_setup_pandas", "_setup_matplotlib"):
+        monkeypatch.setattr(notebook, name, lambda: None)  # process-wide settings other tests rely on
+    monkeypatch.setattr(notebook, "_activate_backend", lambda: config.OFFLINE_REGION)
+    try:
+        gc.set_threshold(700, 10, 10)
+        notebook.setup("00")
+        assert gc.get_threshold() == config.GC_THRESHOLDS
+    finally:
+        config.tune_garbage_collector()
+    capsys.readouterr()
+    probe = (
+        "import gc\nfrom mtrl_course import cli\ngc.set_threshold(700, 10, 10)\n"
+        "try:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\nprint(gc.get_threshold())"
+    )
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert ran.stdout.strip().splitlines()[-1] == str(config.GC_THRESHOLDS)
 
 
 def test_setup_rejects_an_unknown_notebook() -> None:

@@ -7,6 +7,7 @@ the CLI never read `MTRL_MODE` themselves; they ask this module.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import random
 from collections.abc import Iterable, Iterator, Mapping
@@ -128,6 +129,23 @@ def seed_everything(seed: int = DEFAULT_SEED) -> int:
     except ImportError:  # numpy is a course dependency; the guard only keeps this importable alone
         pass
     return seed
+
+
+# CPython runs its youngest garbage collection every 700 net allocations. The course's work (the
+# Strands agent loop copying each conversation, botocore clients, moto's models) makes many
+# short-lived objects; at that rate they outlive a few young collections and end in the oldest
+# generation, whose collections walk the whole heap (about 0.3 s each for a test process).
+# Measured on four client- and job-heavy test modules in one process: the collector took 15.3 of
+# 109 CPU-seconds with the default thresholds, 6.0 to 6.7 with a first generation of 50,000; an
+# offline training job of 256 games: 2.6 to 2.9 of 23 to 26 CPU-seconds, then 0.8, with the same
+# peak memory (511 MB). Nothing here relies on when a cycle is collected.
+GC_THRESHOLDS = (50_000, 20, 10)
+
+
+def tune_garbage_collector() -> tuple[int, int, int]:
+    """Set CPython's collection thresholds to `GC_THRESHOLDS` (speed only; see above)."""
+    gc.set_threshold(*GC_THRESHOLDS)
+    return GC_THRESHOLDS
 
 
 @contextlib.contextmanager

@@ -290,6 +290,7 @@ def setup(nn: str, seed: int = config.DEFAULT_SEED) -> NotebookContext:
     _quiet_logs()
     _quiet_warnings()
     config.seed_everything(seed)
+    config.tune_garbage_collector()
     _setup_pandas()
     _setup_matplotlib()
     region = _activate_backend()
