@@ -430,9 +430,9 @@ def test_kernels_the_cli_and_test_processes_collect_garbage_at_the_course_thresh
     finally:
         config.tune_garbage_collector()
     capsys.readouterr()
-    probe = (
+    probe = (  # any command, even one that fails on its input
         "import gc\nfrom mtrl_course import cli\ngc.set_threshold(700, 10, 10)\n"
-        "try:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\nprint(gc.get_threshold())"
+        "cli.main(['dataset', 'validate', '/nonexistent/train.jsonl'])\nprint(gc.get_threshold())"
     )
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert ran.stdout.strip().splitlines()[-1] == str(config.GC_THRESHOLDS)

@@ -1098,14 +1098,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    from mtrl_course import config
-
-    config.tune_garbage_collector()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     args.argv = argv
     command = " ".join(["mtrl", args.command] + ([args.action] if getattr(args, "action", None) else []))
     try:
+        from mtrl_course import config  # here: a bad MTRL_MODE is then one line, as for any command
+
+        config.tune_garbage_collector()
         return int(args.func(args) or 0)
     except UsageError as error:
         if args.debug:
