@@ -85,14 +85,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture
-def offline_backend(tmp_path):
+def offline_backend(tmp_path, monkeypatch):
     """A fresh offline backend whose state lives in this test's own folder; reset again after.
 
     The reset afterwards drops what the test created (moto's records, runtimes, jobs), so the
-    next test on this worker starts from nothing whatever this one left behind.
+    next test on this worker starts from nothing whatever this one left behind. `cleanup` looks
+    for the evaluator's pipeline file in this folder only: otherwise a test that deletes with
+    confirm=True removes the one notebook 07 leaves in notebooks/ for notebook 08 to list, while
+    the notebooks run on another worker (it did, in CI).
     """
-    from mtrl_course import aws
+    from mtrl_course import aws, cleanup
 
+    monkeypatch.setattr(cleanup, "_file_places", lambda: {tmp_path})
     backend = aws.reset_offline(tmp_path / "state")
     yield backend
     aws.reset_offline(tmp_path / "state")
