@@ -136,9 +136,9 @@ def seed_everything(seed: int = DEFAULT_SEED) -> int:
 # short-lived objects; at that rate they outlive a few young collections and end in the oldest
 # generation, whose collections walk the whole heap (about 0.3 s each for a test process).
 # Measured on four client- and job-heavy test modules in one process: the collector took 15.3 of
-# 109 CPU-seconds with the default thresholds, 6.0 to 6.7 with a first generation of 50,000; an
-# offline training job of 256 games: 2.6 to 2.9 of 23 to 26 CPU-seconds, then 0.8, with the same
-# peak memory (511 MB). Nothing here relies on when a cycle is collected.
+# 109 CPU-seconds with the default thresholds, 5.8 of 88 with these; an offline training job of
+# 256 games: 2.6 to 2.9 of 23 to 26 CPU-seconds, then 0.8, with the same peak memory (511 MB).
+# Nothing here relies on when a cycle is collected.
 GC_THRESHOLDS = (50_000, 20, 10)
 
 
