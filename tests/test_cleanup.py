@@ -18,11 +18,10 @@ UNRELATED_GROUP = "fraud-model-registry"
 
 
 @pytest.fixture
-def offline(tmp_path, monkeypatch, offline_session):
+def offline(monkeypatch, offline_session):
+    # (offline_backend, under offline_session, already confines the evaluator's file to tmp_path.)
     monkeypatch.delenv(storage.BUCKET_ENV_VAR, raising=False)
     monkeypatch.delenv(naming.RUN_ID_ENV_VAR, raising=False)
-    # Only the test's own folder is searched for the evaluator's file: never the checkout.
-    monkeypatch.setattr(cleanup, "_file_places", lambda: {tmp_path})
     return offline_session
 
 

@@ -88,13 +88,11 @@ def test_a_game_of_nonsense_ends_at_the_entry_limit(capsys, monkeypatch):
 
 # --------------------------------------------------------------------------------------- cleanup
 @pytest.fixture
-def offline_role(tmp_path, monkeypatch):
-    # Never the pipeline file notebook 07 leaves in notebooks/ (see conftest's offline_backend).
-    monkeypatch.setattr(cleanup, "_file_places", lambda: {tmp_path})
-    aws.reset_offline(tmp_path / "state")
+def offline_role(offline_backend):
+    """A fresh offline backend (conftest: reset before and after, cleanup's file search confined
+    to the test's folder) holding the course's job role; its name."""
     iam.ensure_job_role(session=aws.session())
-    yield naming.resource_name(iam.JOB_ROLE_KIND)
-    aws.reset_offline(tmp_path / "state")
+    return naming.resource_name(iam.JOB_ROLE_KIND)
 
 
 class Keyboard(io.StringIO):
