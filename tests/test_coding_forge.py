@@ -11,6 +11,8 @@ import pytest
 
 from coding_agent import byoo, forge, reward, tasks
 
+pytestmark = pytest.mark.floats
+
 TASK = tasks.all_tasks()[0]
 
 

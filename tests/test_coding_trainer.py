@@ -12,6 +12,8 @@ import pytest
 from coding_agent import env, instrumentation, policy, reward, tasks, trainer
 from coding_agent.env import ASK_GENERIC, ASK_RELEVANT, COMMIT, REPEAT, CodingEnv, EnvConfig
 
+pytestmark = pytest.mark.floats
+
 RESULTS = Path(__file__).resolve().parents[1] / "experiments" / "results" / "composite_rewards.json"
 SMALL_POOL = tasks.all_tasks()[::9]  # 8 tasks from different families: enough for a short run
 

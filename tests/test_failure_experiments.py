@@ -18,6 +18,8 @@ from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator
 from mtrl_course.local.stand_in_policy import Adapter
 from mtrl_course.local.tokens import mint_token
 
+pytestmark = pytest.mark.floats
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "failure_modes.json"
 TINY = {"global_batch_size": 4, "group_size": 2, "max_steps": 2, "val_every": 0}

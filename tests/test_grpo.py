@@ -24,6 +24,8 @@ from mtrl_course.local.stand_in_policy import (
     softmax,
 )
 
+pytestmark = pytest.mark.floats
+
 CANDIDATES = 6
 
 

@@ -11,6 +11,8 @@ from mtrl_course.learner import model as lm
 from mtrl_course.learner.lora import Adapter
 from mtrl_course.learner.optim import AdamW
 
+pytestmark = pytest.mark.floats
+
 TINY = lm.ModelConfig(vocab=11, context=24, d_model=8, layers=2, heads=2, mlp_ratio=2)
 
 

@@ -9,6 +9,8 @@ import pytest
 from mtrl_course.learner import model as lm
 from mtrl_course.learner.lora import Adapter
 
+pytestmark = pytest.mark.floats
+
 TINY = lm.ModelConfig(vocab=11, context=8, d_model=8, layers=2, heads=2, mlp_ratio=2)
 EPS = 1e-6
 RTOL, ATOL = 1e-5, 1e-8

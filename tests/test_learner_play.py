@@ -16,6 +16,8 @@ from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator
 from mtrl_course.local.learner_policy import BASE_DIR, LearnerPolicy, load_base
 from wordle_agent import rollout
 
+pytestmark = pytest.mark.floats
+
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:job/AgentRFT/learner-play-test"
 WORDS = ["BOUGH", "CHICK", "PLANT", "SHEEP"]
 

@@ -11,6 +11,8 @@ from mtrl_course.learner import sampler, weights
 from mtrl_course.learner.lora import Adapter
 from mtrl_course.learner.tokenizer import EOT, VOCAB_SIZE
 
+pytestmark = pytest.mark.floats
+
 CONFIG = lm.ModelConfig(vocab=VOCAB_SIZE, context=32, d_model=16, layers=2, heads=2, mlp_ratio=2)
 
 

@@ -14,7 +14,7 @@ from mtrl_course.local import hub, service
 from mtrl_course.local.agent_server import LocalAgentRuntime
 
 # sagemaker-train registers OmegaConf resolvers with a deprecated call on every train().
-pytestmark = pytest.mark.filterwarnings("ignore:register_new_resolver:UserWarning")
+pytestmark = [pytest.mark.floats, pytest.mark.filterwarnings("ignore:register_new_resolver:UserWarning")]
 
 ACCOUNT = config.MOTO_ACCOUNT
 REGION = config.OFFLINE_REGION

@@ -10,6 +10,8 @@ import pytest
 from mtrl_course import aws, monitoring, notebook
 from wordle_agent.game import WordleGame
 
+pytestmark = pytest.mark.floats
+
 BUCKET = "mtrl-monitoring-test"
 JOB = "wordle-mtrl-monitoring"
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.floats
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 

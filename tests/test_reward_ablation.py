@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from mtrl_course import numerics
 
+pytestmark = pytest.mark.floats
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "reward_ablation.json"
 RERUN_STEPS = 2

@@ -46,7 +46,7 @@ JOB_RUNTIME = rollout.openai_policy_model
 
 # Calling run_rollout outside the SDK's handler (as these tests do) leaves wrap_model without a
 # rollout context, which it reports with a UserWarning; test_app.py covers the wrapped path.
-pytestmark = pytest.mark.filterwarnings("ignore:get_inference_headers:UserWarning")
+pytestmark = [pytest.mark.floats, pytest.mark.filterwarnings("ignore:get_inference_headers:UserWarning")]
 
 ANSWER = "CRANE"
 INSTRUCTION = "Play Wordle: guess the secret five-letter word."

@@ -18,6 +18,8 @@ from mtrl_course.local import hub, metrics, runner, service
 from mtrl_course.local.stand_in_policy import LABEL, Adapter
 from mtrl_course.local.agent_server import LocalAgentRuntime
 
+pytestmark = pytest.mark.floats
+
 REGION = config.OFFLINE_REGION
 ACCOUNT = config.MOTO_ACCOUNT
 BUCKET = "mtrl-runner-test-bucket"

@@ -19,6 +19,8 @@ from strands import Agent, tool
 from wordle_agent.game import WordleGame
 from wordle_agent.words import ANSWERS
 
+pytestmark = pytest.mark.floats
+
 AGENT_WORDS = ["CRANE", "BLOKE", "ABBEY"]
 HANDLER_SAMPLE = 10
 HANDLER_SEED = 11

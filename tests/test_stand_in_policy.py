@@ -34,6 +34,8 @@ from mtrl_course.solver import load_split_words
 from wordle_agent.game import Knowledge, WordleGame, score_guess
 from wordle_agent.recovery import extract_guesses
 
+pytestmark = pytest.mark.floats
+
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:job/AgentRFT/policy-test"
 TOOLS = [
     {

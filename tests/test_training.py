@@ -24,7 +24,7 @@ from mtrl_course import aws, config, resources, training
 from mtrl_course.local import service, store
 
 # sagemaker-train registers OmegaConf resolvers with a deprecated call on every train().
-pytestmark = pytest.mark.filterwarnings("ignore:register_new_resolver:UserWarning")
+pytestmark = [pytest.mark.floats, pytest.mark.filterwarnings("ignore:register_new_resolver:UserWarning")]
 
 BASE_MAX, TRAINED_MIN = 0.40, 0.85
 # Validation runs at temperature 0, where the stand-in's greedy decoding loops on undecided turns

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from coding_agent.env import ACTIONS, ASK_GENERIC, ASK_RELEVANT, COMMIT, REPEAT
+from mtrl_course.numerics import exp, log, matmul
 
 FEATURES = ("bias", "first_turn", "last_reply_new", "last_reply_nothing_new", "turns_used")
 N_FEATURES = len(FEATURES)
@@ -45,12 +46,12 @@ def initial_weights(asking_rate: float = INITIAL_ASKING_RATE) -> np.ndarray:
     for action, share in INITIAL_QUESTION_SPLIT.items():
         probs[action] = asking_rate * share
     weights = np.zeros((len(ACTIONS), N_FEATURES))
-    weights[:, 0] = np.log(probs)
+    weights[:, 0] = log(probs)
     return weights
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
-    z = np.exp(logits - logits.max())
+    z = exp(logits - logits.max())
     return z / z.sum()
 
 
@@ -61,11 +62,11 @@ class CoderPolicy:
     weights: np.ndarray = field(default_factory=initial_weights)
 
     def probabilities(self, observation: Mapping[str, Any]) -> np.ndarray:
-        return softmax(self.weights @ features(observation))
+        return softmax(matmul(self.weights, features(observation)))
 
     def act(self, observation: Mapping[str, Any], rng: random.Random) -> tuple[int, dict[str, Any]]:
         phi = features(observation)
-        probs = softmax(self.weights @ phi)
+        probs = softmax(matmul(self.weights, phi))
         action = _sample(probs, rng)
         return action, {
             "features": phi,

@@ -27,6 +27,7 @@ from coding_agent.policy import CoderPolicy, log_prob_gradient
 from coding_agent.reward import MAX_MAGNITUDE, TAUGHT, RewardSpec
 from mtrl_course.local.grpo import Adam, GRPOConfig, group_advantages
 from mtrl_course.local.stand_in_policy import ADAPTER_SCALE
+from mtrl_course.numerics import norm
 
 # --- every hyperparameter, at the top -----------------------------------------------------------
 STEPS = 30
@@ -134,7 +135,7 @@ def train(
         gradient /= sum(len(g) for g in groups)
         row = instrumentation.step_stats(groups, spec)
         row["step"] = step + 1
-        row["grad_norm"] = float(np.linalg.norm(gradient))
+        row["grad_norm"] = norm(gradient)
         result.history.append(row)
         if gradient.any():
             policy.weights = optimizer.step(policy.weights.ravel(), gradient.ravel()).reshape(policy.weights.shape)

@@ -43,6 +43,7 @@ from mtrl_course.learner import model as lm
 from mtrl_course.learner import tokenizer as tok
 from mtrl_course.learner.lora import Adapter
 from mtrl_course.learner.threads import one_blas_thread
+from mtrl_course.numerics import exp, log, matmul, norm
 from mtrl_course.resources import DEFAULT_REASONING_EFFORT
 from mtrl_course.service_spec import OFFLINE_OVERRIDES, WALKTHROUGH_OVERRIDES, TrainingHyperparameters
 
@@ -233,7 +234,7 @@ class Anatomy:
         rows = []
         for game in games:
             a, n = float(self.advantages[game]), len(self.sampled_tokens(game))
-            rho = np.exp(self.logp_before[game] - self.old_logprobs(game))
+            rho = exp(self.logp_before[game] - self.old_logprobs(game))
             for t, token in enumerate(self.sampled_tokens(game)[:per_game]):
                 term = min(rho[t] * a, float(np.clip(rho[t], low, high)) * a)
                 rows.append(
@@ -252,7 +253,7 @@ class Anatomy:
     def ratios(self) -> list[np.ndarray]:
         """rho_t = exp(logp_new - logp_old) per game after the step (old: the sampler's)."""
         return [
-            np.exp(np.minimum(new - self.old_logprobs(i), grpo.MAX_LOG_RATIO)) for i, new in enumerate(self.logp_after)
+            exp(np.minimum(new - self.old_logprobs(i), grpo.MAX_LOG_RATIO)) for i, new in enumerate(self.logp_after)
         ]
 
     def clip_table(self) -> list[dict[str, Any]]:
@@ -290,7 +291,7 @@ class Anatomy:
             tokens = self.sampled_tokens(game)
             for t, value in enumerate(rho):
                 if (a > 0 and value > high) or (a < 0 and value < low):
-                    found.append((abs(float(np.log(value))), game, t, tokens[t], float(a), float(value)))
+                    found.append((abs(float(log(value))), game, t, tokens[t], float(a), float(value)))
         # Sorted by |log rho| to 3 decimals, then by game and position: two tokens with the
         # same context in two games differ only in the last bits, which another CPU may order otherwise.
         found.sort(key=lambda row: (-round(row[0], 3), row[1], row[2]))
@@ -312,11 +313,13 @@ class Anatomy:
     def lora(self, name: str = PROJECTION) -> dict[str, Any]:
         """The adapter's matrices for one projection, and delta_W = (alpha / r) A B after the step."""
         a, b = self.after.a[name].astype(np.float64), self.after.b[name].astype(np.float64)
-        delta = self.after.scale * (a @ b)
+        delta = self.after.scale * matmul(a, b)
         singular = np.linalg.svd(delta, compute_uv=False)
         rank = int((singular > RANK_TOL * singular[0]).sum()) if singular[0] > 0 else 0
         w = self.params[name].astype(np.float64)
-        before = self.before.scale * (self.before.a[name].astype(np.float64) @ self.before.b[name].astype(np.float64))
+        before = self.before.scale * matmul(
+            self.before.a[name].astype(np.float64), self.before.b[name].astype(np.float64)
+        )
         return {
             "projection": name,
             "W shape": tuple(w.shape),
@@ -328,9 +331,9 @@ class Anatomy:
             "delta_W shape": tuple(delta.shape),
             "rank of delta_W": rank,
             "singular values": singular,
-            "|delta_W| before the step": float(np.linalg.norm(before)),
-            "|delta_W|": float(np.linalg.norm(delta)),
-            "|W|": float(np.linalg.norm(w)),
+            "|delta_W| before the step": norm(before),
+            "|delta_W|": norm(delta),
+            "|W|": norm(w),
             "A moved by": float(np.abs(self.after.a[name] - self.before.a[name]).max()),
             "largest |B| entry": float(np.abs(b).max()),
         }

@@ -66,6 +66,7 @@ from mtrl_course.learner.lora import Adapter
 from mtrl_course.learner.optim import AdamW
 from mtrl_course.learner.tokenizer import PAD
 from mtrl_course.service_spec import TRAINING_SPEC, TrainingHyperparameters
+from mtrl_course.numerics import exp
 
 # The clip bounds' defaults are the service's (stated once, in service_spec); a job's own come
 # with its hyperparameters (`update(..., hyperparameters=...)`).
@@ -191,7 +192,7 @@ def objective_gradient(
             rows = s.positions - 1
             picked = s.tokens[s.positions]
             new = logp[i, rows, picked]
-            ratio = np.exp(np.minimum(new - s.old_logprobs, MAX_LOG_RATIO))
+            ratio = exp(np.minimum(new - s.old_logprobs, MAX_LOG_RATIO))
             clipped = (s.advantage > 0) & (ratio > clip_high) | (s.advantage < 0) & (ratio < clip_low)
             stats.clipped_tokens += int(clipped.sum())
             stats.sampled_tokens += len(picked)
@@ -201,12 +202,12 @@ def objective_gradient(
             d_new = np.where(clipped, 0.0, -ratio * s.weight)
             if reference is not None:
                 ref = reference[i, rows, picked]
-                kl = np.exp(ref - new) - (ref - new) - 1
+                kl = exp(ref - new) - (ref - new) - 1
                 kl_sum += float(kl.sum())
-                d_new = d_new + kl_coef * (1 - np.exp(ref - new)) * abs(s.weight / s.advantage)
+                d_new = d_new + kl_coef * (1 - exp(ref - new)) * abs(s.weight / s.advantage)
             d_new = d_new * scale
             # d logp(o_t) / d logits_t = onehot - softmax.
-            probs = np.exp(logp[i, rows])
+            probs = exp(logp[i, rows])
             d = -probs * d_new[:, None]
             d[np.arange(len(rows)), picked] += d_new
             dlogits[i, rows] += d.astype(dlogits.dtype)

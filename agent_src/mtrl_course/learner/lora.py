@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mtrl_course.learner.model import PROJECTIONS, ModelConfig, Params, weight_name
+from mtrl_course.numerics import matmul
 
 
 @dataclass
@@ -62,13 +63,13 @@ class Adapter:
         """(alpha / r) A B for one projection, or None if it is not adapted."""
         if name not in self.a:
             return None
-        return self.scale * (self.a[name] @ self.b[name])
+        return self.scale * matmul(self.a[name], self.b[name])
 
     def merged(self, params: Mapping[str, np.ndarray]) -> Params:
         """The base weights with this adapter folded in (what a serving stack may do once)."""
         out = {k: v.copy() for k, v in params.items()}
         for name in self.a:
-            out[name] = out[name] + (self.scale * (self.a[name] @ self.b[name])).astype(out[name].dtype)
+            out[name] = out[name] + (self.scale * matmul(self.a[name], self.b[name])).astype(out[name].dtype)
         return out
 
     def gradients(self, weight_grads: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -76,8 +77,8 @@ class Adapter:
         out = {}
         for name, a in self.a.items():
             g = weight_grads[name]
-            out[name + ".A"] = self.scale * (g @ self.b[name].T)
-            out[name + ".B"] = self.scale * (a.T @ g)
+            out[name + ".A"] = self.scale * matmul(g, self.b[name].T)
+            out[name + ".B"] = self.scale * matmul(a.T, g)
         return out
 
     def tensors(self) -> dict[str, np.ndarray]:

@@ -20,6 +20,7 @@ from mtrl_course.learner import model as lm
 from mtrl_course.learner.corpus import Example
 from mtrl_course.learner.optim import AdamW
 from mtrl_course.learner.tokenizer import PAD
+from mtrl_course.numerics import exp
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def loss_and_grads(
     n = max(int(mask.sum()), 1)
     picked = np.take_along_axis(logp, targets[..., None], -1)[..., 0]
     loss = -float((picked * mask).sum()) / n
-    dlogits = np.exp(logp)
+    dlogits = exp(logp)
     np.put_along_axis(dlogits, targets[..., None], np.take_along_axis(dlogits, targets[..., None], -1) - 1, -1)
     dlogits *= (mask / n)[..., None].astype(dlogits.dtype)
     return loss, lm.backward(dlogits, params, config, cache)

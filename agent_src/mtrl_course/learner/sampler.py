@@ -31,6 +31,7 @@ import numpy as np
 
 from mtrl_course.learner import model as lm
 from mtrl_course.learner.tokenizer import CALL, CLOSE_PAREN, EOT, LETTER_IDS, VOCAB_SIZE
+from mtrl_course.numerics import exp
 
 
 # At most this many attention scores per head in one batched prefill (about 8 MB per layer).
@@ -100,7 +101,7 @@ def choose(
         token = int(np.argmax(logits))
     else:
         z = logits / params.temperature
-        probs = np.exp(z - z.max())
+        probs = exp(z - z.max())
         probs /= probs.sum()
         if params.top_p < 1:
             order = np.argsort(-probs, kind="stable")

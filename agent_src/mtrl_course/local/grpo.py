@@ -41,7 +41,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from mtrl_course.numerics import matvec
+from mtrl_course.numerics import matvec, norm
 from mtrl_course.service_spec import LOSS_FUNCTIONS, TrainingHyperparameters, training_defaults
 from mtrl_course.local.stand_in_policy import (
     ADAPTER_SCALE,
@@ -268,7 +268,7 @@ def policy_gradient(
         total += sample.advantage * trajectory
     if batch:
         total /= len(batch)
-    stats.grad_norm = float(np.linalg.norm(total))
+    stats.grad_norm = norm(total)
     return total, stats
 
 
@@ -293,9 +293,9 @@ class Adam:
         c = self.config
         if self.m.shape != vector.shape:
             self.m, self.v = np.zeros_like(vector), np.zeros_like(vector)
-        norm = float(np.linalg.norm(grad))
-        if c.adam_grad_clip_norm > 0 and norm > c.adam_grad_clip_norm:
-            grad = grad * (c.adam_grad_clip_norm / norm)
+        grad_norm = norm(grad)
+        if c.adam_grad_clip_norm > 0 and grad_norm > c.adam_grad_clip_norm:
+            grad = grad * (c.adam_grad_clip_norm / grad_norm)
         self.t += 1
         self.m = c.adam_beta1 * self.m + (1 - c.adam_beta1) * grad
         self.v = c.adam_beta2 * self.v + (1 - c.adam_beta2) * grad**2
@@ -328,4 +328,4 @@ def update(
     vector = adapter.vector()
     grad, stats = policy_gradient(vector, batch, config)
     new_vector = optimizer.step(vector, grad) if stats.trajectories_used else vector
-    return UpdateResult(adapter.with_vector(new_vector, step=step), stats, float(np.linalg.norm(new_vector - vector)))
+    return UpdateResult(adapter.with_vector(new_vector, step=step), stats, norm(new_vector - vector))

@@ -97,6 +97,7 @@ from mtrl_course.local.names import (
     LANES,
 )
 from mtrl_course.local.stand_in_policy import LABEL, Adapter, StandInPolicy
+from mtrl_course.numerics import norm
 from wordle_agent import rollout
 from wordle_agent.reward import legacy_reward, outcome_reward
 
@@ -885,7 +886,7 @@ class _Training:
         records = [[o.record for o in g] for g in groups]
         values = metrics.rollout_metrics(records, advantages, dispatched=len(tasks))
         values.update(metrics.training_metrics(step, epoch, records, train_tokens))
-        adapter_norm = float(np.linalg.norm(self.adapter.weights))
+        adapter_norm = norm(self.adapter.weights)
         values.update(metrics.standin_metrics(records, policy.format_probabilities(), adapter_norm))
         values["timing_s/training"] = rollout_seconds
         values["timing_s/policy_update"] = update_seconds
@@ -1029,7 +1030,7 @@ def evaluate(job: ReportingJob, options: RunnerOptions) -> None:
         values = metrics.success_metrics("eval", records, float(hp["success_threshold"]), hp["pass_k_values"])
         if not learner:
             values.update(
-                metrics.standin_metrics(records, policy.format_probabilities(), float(np.linalg.norm(start.weights)))
+                metrics.standin_metrics(records, policy.format_probabilities(), norm(start.weights))
             )
         values["timing_s/eval"] = time.monotonic() - started
         mlflow.log(values, 0)

@@ -129,7 +129,7 @@ import numpy as np
 
 from mtrl_course.local.job_runtime_emulator import chat_completion
 from mtrl_course.feedback_arrays import encode, entropies
-from mtrl_course.numerics import matvec
+from mtrl_course.numerics import exp, log, matmul, matvec, norm
 from mtrl_course.local.transcript import Clue, is_over, parse_clue, seeded_clues
 from wordle_agent.game import WORD_LENGTH, Knowledge
 
@@ -601,7 +601,7 @@ class Adapter:
 def format_logits_for(vector: np.ndarray) -> np.ndarray:
     """Format-head logits (tool call, raw text, no call) for an adapter vector, drift included."""
     logits = BASE_FORMAT_LOGITS + vector[N_FEATURES:]
-    excess = float(np.linalg.norm(vector[:N_FEATURES])) - FORMAT_ROBUST_RADIUS
+    excess = norm(vector[:N_FEATURES]) - FORMAT_ROBUST_RADIUS
     if excess > 0:
         logits[RAW_TEXT] += FORMAT_DRIFT_RATE * excess**2
     return logits
@@ -610,15 +610,15 @@ def format_logits_for(vector: np.ndarray) -> np.ndarray:
 def format_drift_gradient(vector: np.ndarray) -> np.ndarray:
     """d(raw-text logit) / d(adapter weights): the drift term's gradient (zero inside the radius)."""
     weights = vector[:N_FEATURES]
-    norm = float(np.linalg.norm(weights))
-    if norm <= FORMAT_ROBUST_RADIUS:
+    length = norm(weights)
+    if length <= FORMAT_ROBUST_RADIUS:
         return np.zeros(N_FEATURES)
-    return 2 * FORMAT_DRIFT_RATE * (norm - FORMAT_ROBUST_RADIUS) * weights / norm
+    return 2 * FORMAT_DRIFT_RATE * (length - FORMAT_ROBUST_RADIUS) * weights / length
 
 
 def softmax(logits: np.ndarray, temperature: float) -> np.ndarray:
     z = logits / temperature
-    z = np.exp(z - z.max())
+    z = exp(z - z.max())
     return z / z.sum()
 
 
@@ -881,7 +881,7 @@ class StandInPolicy:
             features[:, 1] = bits / math.log2(n)
         # New letters, known-gray letters used, and known greens kept: integer counts from one
         # product (see ClueState.letter_weights).
-        counts = vocab.letter_profile.take(rows, axis=0) @ state.letter_weights
+        counts = matmul(vocab.letter_profile.take(rows, axis=0), state.letter_weights)
         features[:, 2] = counts[:, 0] / 5
         features[:, 3] = counts[:, 1]
         features[:, 4] = state.greens - counts[:, 2]
@@ -967,9 +967,9 @@ def loop_chance(logits: np.ndarray, rate: float) -> float:
     be (log of their number), to the power LOOP_POWER. 0 with a single proposal."""
     if len(logits) < 2:
         return 0.0
-    z = np.exp(logits - logits.max())
+    z = exp(logits - logits.max())
     p = z / z.sum()
-    entropy = float(-(p * np.log(np.maximum(p, 1e-300))).sum())
+    entropy = float(-(p * log(np.maximum(p, 1e-300))).sum())
     share = min(1.0, max(0.0, entropy / math.log(len(p))))
     return float(rate * share**LOOP_POWER)
 
