@@ -25,17 +25,18 @@ export MPLBACKEND ?= Agg
 # test worker, notebook kernel and child process would otherwise compile them again from source.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help venv check-python course test test-experiments test-fast lint ruff types notebooks bench lock words dataset site student lab clean distclean
+.PHONY: help venv check-python course figures test test-experiments test-fast lint ruff types notebooks bench lock words dataset site student lab clean distclean
 
 help:
-	@echo "make course     run the course's main job offline (creates .venv on first use)"
+	@echo "make course     run the course's main job offline (creates .venv on first use; changes no committed file)"
 	@echo "make test       lint, then the first test tier (unit, property, contract, nbval, hygiene) with the type check beside it"
 	@echo "make test-experiments  the second tier: one-seed re-runs of the stored experiments, perturbed arithmetic, slow end-to-end checks"
 	@echo "make lint       ruff (lint and format check) and mypy only"
 	@echo "make lab        open the notebooks in JupyterLab (this environment's python3 kernel, clean saves)"
 	@echo "make site       render the course as a static website in build/site/ (offline)"
 	@echo "make student    write output-free copies of the notebooks to student/ (generated, git-ignored)"
-	@echo "make notebooks  re-execute every notebook offline and store its outputs (rewrites notebooks/)"
+	@echo "make notebooks  re-execute every notebook offline and store its outputs (rewrites notebooks/ and figures/)"
+	@echo "make figures    re-execute every notebook offline and refresh figures/ only (on purpose; the notebooks stay as they are)"
 	@echo "make bench      print the benchmark medians and ratios"
 	@echo "make lock       regenerate requirements.lock from pyproject.toml (on purpose only)"
 	@echo "make clean      remove local state (.state, build); distclean also removes .venv"
@@ -79,11 +80,15 @@ venv: $(STAMP)
 	@$(register-filter)
 
 # The course's main job: verify the data, play the reference games, train and evaluate the
-# stand-in offline, then execute the course notebooks in fresh kernels (figures are refreshed;
-# the committed notebooks are left as they are: `make notebooks` rewrites them on purpose).
+# stand-in offline, then execute the course notebooks in fresh kernels. It leaves the checkout as
+# it found it: the figures go to build/figures/ (git-ignored) and the committed notebooks stay as
+# they are. `make figures` refreshes figures/ on purpose, `make notebooks` the notebooks too.
 course: $(STAMP)
 	$(BIN)/mtrl course
 	$(BIN)/mtrl notebooks run 00 01 02 03 04 05 06 07 08 09 10 11 --no-store
+
+figures: $(STAMP)
+	$(BIN)/mtrl notebooks run 00 01 02 03 04 05 06 07 08 09 10 11 --no-store --store-figures
 
 # One pytest-xdist worker more than the machine has CPUs (at most 4): modules stay whole on one
 # worker, the notebooks 00 to 08 run in order on one worker, and 09, 10, 11 and the template, which

@@ -3,7 +3,9 @@
 The check is proved on throwaway repositories: a pytest session run there, with the plugin, whose
 tests write a tracked file, a new file and a file the developer had already edited must fail
 naming exactly those; a developer's own edit, a git-ignored folder and a folder outside any
-checkout must not fail it.
+checkout must not fail it. Outside the tests, `make course` (`mtrl notebooks run --no-store`)
+sends the figures to build/figures/ (git-ignored); only `make figures` and `make notebooks` write
+into figures/.
 """
 
 from __future__ import annotations
@@ -163,3 +165,54 @@ def test_figures_go_to_the_sessions_temporary_folder_not_to_figures() -> None:
     finally:
         (folder / name).unlink(missing_ok=True)
 
+
+# ------------------------------------------------------------------ make course and make figures
+def test_a_check_run_sends_figures_to_build_and_only_a_request_to_figures(monkeypatch, tmp_path: Path) -> None:
+    from mtrl_course.curriculum import catalog, executor
+
+    monkeypatch.setattr(config, "BATCH_STATE_DIR", tmp_path / "batch-state")
+    monkeypatch.setattr(executor, "resolve", lambda selection: [catalog.get("00").path])
+    monkeypatch.setattr(executor, "sync", lambda paths=None, check=False: [])  # a storing run syncs first
+    seen: list[str | None] = []
+
+    def execute(path: Path, timeout: int, *, store: bool = True) -> dict:
+        seen.append(os.environ.get(config.FIGURES_ENV_VAR))  # what the kernels would inherit
+        return {"notebook": path.name, "seconds": 1.0, "cells": 1, "stderr cells": 0, "status": "ok"}
+
+    monkeypatch.setattr(executor, "execute", execute)
+    monkeypatch.delenv(config.FIGURES_ENV_VAR)
+    executor.run(["00"], store=False)  # make course
+    executor.run(["00"], store=False, store_figures=True)  # make figures
+    executor.run(["00"], store=True)  # make notebooks
+    assert seen == [str(config.SCRATCH_FIGURES_DIR), *[str(config.COMMITTED_FIGURES_DIR)] * 2]
+    assert config.FIGURES_ENV_VAR not in os.environ  # the run put it back as it was
+    assert git_ignored(config.SCRATCH_FIGURES_DIR / "07_token_shares.png")
+    monkeypatch.setenv(config.FIGURES_ENV_VAR, str(tmp_path / "chosen"))
+    executor.run(["00"], store=False, store_figures=True)
+    assert seen[-1] == str(tmp_path / "chosen")  # a folder someone chose wins (the suite's, here)
+
+
+def git_ignored(path: Path) -> bool:
+    return subprocess.run(["git", "check-ignore", "-q", str(path)], cwd=config.REPO_ROOT).returncode == 0
+
+
+def test_make_course_stores_no_figures_and_make_figures_does() -> None:
+    from mtrl_course import cli
+
+    def planned(target: str) -> list[str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+        shown = subprocess.run(
+            ["make", "--no-print-directory", "-n", "-C", str(config.REPO_ROOT), target, f"VENV={sys.prefix}"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        return [line for line in shown.stdout.splitlines() if "mtrl notebooks run" in line]
+
+    (course,) = planned("course")
+    (figures,) = planned("figures")
+    assert "--no-store" in course and "--store-figures" not in course
+    assert "--no-store" in figures and "--store-figures" in figures
+    args = cli.build_parser().parse_args(["notebooks", "run", "07", "--no-store", "--store-figures"])
+    assert (args.no_store, args.store_figures) == (True, True)

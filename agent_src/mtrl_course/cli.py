@@ -726,7 +726,11 @@ def _notebooks_run(args: argparse.Namespace) -> int:
     from mtrl_course.curriculum import executor
 
     return executor.run_command(
-        args.notebooks or None, timeout=args.timeout, store=not args.no_store, record_times=args.record_times
+        args.notebooks or None,
+        timeout=args.timeout,
+        store=not args.no_store,
+        record_times=args.record_times,
+        store_figures=args.store_figures,
     )
 
 
@@ -1046,7 +1050,16 @@ def build_parser() -> argparse.ArgumentParser:
         "notebooks", nargs="*", help="numbers (05), file names or _template (default: all, then the template)"
     )
     p.add_argument("--timeout", type=_whole_number(1), default=600, help="seconds allowed per cell")
-    p.add_argument("--no-store", action="store_true", help="only check that they run; leave the files alone")
+    p.add_argument(
+        "--no-store",
+        action="store_true",
+        help="only check that they run; leave the files alone (figures go to build/figures/, git-ignored)",
+    )
+    p.add_argument(
+        "--store-figures",
+        action="store_true",
+        help="with --no-store: write the figures into the committed figures/ all the same (what `make figures` runs)",
+    )
     p.add_argument(
         "--record-times",
         action="store_true",

@@ -83,9 +83,16 @@ def find_repo_root(cwd: Path | None = None, package_dir: Path | None = None) -> 
 
 REPO_ROOT = find_repo_root()
 DATA_DIR = REPO_ROOT / "data"
-# MTRL_FIGURES_DIR moves where notebooks write their figures: tests/test_perturbed_arithmetic.py
-# runs the notebooks with perturbed arithmetic and must not overwrite the committed figures.
-FIGURES_DIR = Path(os.environ.get("MTRL_FIGURES_DIR") or REPO_ROOT / "figures")
+# Where `nb.save_figure` writes: the committed figures/ unless MTRL_FIGURES_DIR says otherwise. A
+# learner running a notebook by hand refreshes figures/ in their own checkout; runs that must
+# leave the checkout as they found it move it: the test suite to a temporary folder
+# (tests/checkout_unchanged_plugin.py: a fresh clone's `make test` rewrote a committed figure
+# whose pixels differ on another CPU), and `mtrl notebooks run --no-store` (`make course`) to
+# SCRATCH_FIGURES_DIR, unless asked to store them (`--store-figures`, `make figures`).
+FIGURES_ENV_VAR = "MTRL_FIGURES_DIR"
+COMMITTED_FIGURES_DIR = REPO_ROOT / "figures"
+SCRATCH_FIGURES_DIR = REPO_ROOT / "build" / "figures"  # git-ignored
+FIGURES_DIR = Path(os.environ.get(FIGURES_ENV_VAR) or COMMITTED_FIGURES_DIR)
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 # Local, git-ignored state: offline jobs, adapters and MLflow stores that must outlive a kernel.
 # MTRL_STATE_DIR moves it: the test suite and `mtrl notebooks run` point it at BATCH_STATE_DIR,

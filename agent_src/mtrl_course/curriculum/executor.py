@@ -77,6 +77,20 @@ KERNEL_ENV_DROP_PREFIXES = ("AWS_",)
 KERNEL_ENV_DROP = ("MPLBACKEND",)
 
 
+def figures_dir(*, store: bool, store_figures: bool = False) -> Path:
+    """Where a run's kernels save their figures (`nb.save_figure`).
+
+    A run that stores its outputs (`make notebooks`) refreshes the committed figures/ with them; a
+    check run (`--no-store`, what `make course` runs) leaves the checkout as it found it and
+    writes them to build/figures/ (git-ignored), unless asked to store them as well
+    (`--store-figures`, `make figures`). MTRL_FIGURES_DIR, when set, wins (the test suite sets it).
+    """
+    chosen = os.environ.get(config.FIGURES_ENV_VAR)
+    if chosen:
+        return Path(chosen)
+    return config.COMMITTED_FIGURES_DIR if store or store_figures else config.SCRATCH_FIGURES_DIR
+
+
 class NotebookRunError(RuntimeError):
     """A cell failed; `results` holds the table rows up to and including the failure."""
 
@@ -391,12 +405,14 @@ def run(
     store: bool = True,
     sync_first: bool = True,
     record_times: bool = False,
+    store_figures: bool = False,
 ) -> list[dict[str, Any]]:
     """Execute notebooks in course order, each in a fresh offline kernel; store their outputs.
 
     `notebooks`: numbers ("05"), file names or paths; None runs every course notebook that
     exists, then the template. `store=False` only checks that they run (what `make course`
-    wants: a learner's run must not rewrite committed files); it also skips the sync. Prints a
+    wants: a learner's run must not rewrite committed files); it also skips the sync, and the
+    figures go to build/figures/ unless `store_figures` (see `figures_dir`). Prints a
     table (notebook, seconds, cells, status) and, for a learner, where a measured time is far
     from the one the course states. `record_times` (maintainers) writes the measured times into
     the catalog and syncs again (see `record_offline_seconds`). Stops at the first failing
@@ -412,8 +428,10 @@ def run(
     # holds; the test suite uses the same folder, so printed paths match.
     shutil.rmtree(config.BATCH_STATE_DIR, ignore_errors=True)
     config.BATCH_STATE_DIR.mkdir(parents=True, exist_ok=True)
-    with _env(config.STATE_ENV_VAR, str(config.BATCH_STATE_DIR)):
+    figures = figures_dir(store=store, store_figures=store_figures)
+    with _env(config.STATE_ENV_VAR, str(config.BATCH_STATE_DIR)), _env(config.FIGURES_ENV_VAR, str(figures)):
         results = _run_paths(paths, timeout, store)
+    print(f"figures: {_figures_note(figures)}")
     if record_times:
         record_offline_seconds(results, sync_after=store)
     return results
@@ -454,6 +472,14 @@ def record_offline_seconds(results: Sequence[dict[str, Any]], *, sync_after: boo
     else:
         print("record-times: run `mtrl notebooks sync` to carry them into the banners and the README table")
     return measured
+
+
+def _figures_note(folder: Path) -> str:
+    if folder == config.COMMITTED_FIGURES_DIR:
+        return "figures/ (the committed figures)"
+    if folder == config.SCRATCH_FIGURES_DIR:
+        return "build/figures/ (git-ignored; `make figures` or --store-figures writes them to figures/)"
+    return f"{folder} (MTRL_FIGURES_DIR)"
 
 
 @contextlib.contextmanager
@@ -563,13 +589,18 @@ def print_results(results: Sequence[dict[str, Any]], *, store: bool = True) -> N
 
 # ------------------------------------------------------------------------------- commands
 def run_command(
-    notebooks: Sequence[str] | None = None, timeout: int = CELL_TIMEOUT, store: bool = True, record_times: bool = False
+    notebooks: Sequence[str] | None = None,
+    timeout: int = CELL_TIMEOUT,
+    store: bool = True,
+    record_times: bool = False,
+    store_figures: bool = False,
 ) -> int:
-    """`mtrl notebooks run [NN ...] [--no-store] [--record-times]`: exit status 0, or 1 after naming the failing cell."""
+    """`mtrl notebooks run [NN ...] [--no-store] [--store-figures] [--record-times]`: exit status 0, or 1
+    after naming the failing cell."""
     # A notebook that is not there (an unknown number, a missing file) is raised to the caller,
     # `mtrl`, which says it in one line on stderr; a notebook that failed is named here, on stderr.
     try:
-        run(notebooks, timeout, store=store, record_times=record_times)
+        run(notebooks, timeout, store=store, record_times=record_times, store_figures=store_figures)
     except NotebookRunError as err:
         print(f"notebooks: FAILED\n{err}", file=sys.stderr)
         return 1
