@@ -68,9 +68,10 @@ AGENT_MAY_USE = (
     "botocore",
 )
 # coding_agent's environment part (bundled for Nova Forge) uses the standard library only; its
-# stand-in trainer reuses the Wordle stand-in's group-relative update and adapter scale.
+# stand-in trainer reuses the Wordle stand-in's group-relative update and adapter scale, and its
+# policy takes its machine-dependent float operations from numerics (the perturbation switch).
 CODING_ENVIRONMENT = {f"coding_agent.{name}" for name in ("env", "sandbox", "jail", "reward", "tasks", "simulator")}
-CODING_MAY_USE_OF_TOOLKIT = {"mtrl_course.local.grpo", "mtrl_course.local.stand_in_policy"}
+CODING_MAY_USE_OF_TOOLKIT = {"mtrl_course.local.grpo", "mtrl_course.local.stand_in_policy", "mtrl_course.numerics"}
 
 
 def layer(name: str) -> float:

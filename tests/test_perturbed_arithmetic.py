@@ -7,7 +7,8 @@ runs what the suite compares against committed outputs and stored results (every
 nbval, the cells tagged `stored-rerun` that `make test` skips included, and the re-runs of the
 stored experiments) a second time, with `MTRL_PERTURB_ARITHMETIC=1`:
 the same sums in reverse order. Everything must still pass, and at least one notebook cell must have needed its tolerance
-(otherwise the perturbation perturbed nothing and the test proves nothing).
+(otherwise the perturbation perturbed nothing and the test proves nothing). A second test runs
+the first-tier tests of every module marked `floats` the same way.
 
 It is one long test (the notebooks take minutes), run in its own pytest process with its own
 state folders (.state/perturbed/) and figures folder. It shares the notebooks' working folder, so
@@ -68,16 +69,40 @@ def test_every_committed_comparison_holds_under_perturbed_arithmetic(tmp_path: P
     shutil.rmtree(state, ignore_errors=True)
 
 
-def test_the_switch_changes_the_last_bits_and_nothing_else() -> None:
-    probe = (
-        "import numpy as np; from mtrl_course import numerics; rng = np.random.default_rng(0); "
-        "m = rng.standard_normal((400, 11)); v = rng.standard_normal(11); "
-        "a = numerics.matvec(m, v); b = m @ v; "
-        "print(numerics.PERTURBED, int((a != b).sum()), float(np.abs(a - b).max()))"
+@pytest.mark.slow
+@pytest.mark.experiments
+def test_every_first_tier_module_that_compares_floats_passes_under_perturbed_arithmetic(tmp_path: Path) -> None:
+    """The first-tier tests of every module marked `floats` (tests/test_float_paths.py says which
+    modules must carry the mark), run again with the switch on: their tolerances must hold."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "MTRL_STATE_DIR"))}
+    env.update(
+        MTRL_PERTURB_ARITHMETIC="1",
+        MTRL_TEST_STATE_ROOT=str(tmp_path / "state"),
+        MTRL_FIGURES_DIR=str(tmp_path / "figures"),
     )
-    for value, perturbed in (("1", True), ("", False)):
-        env = {**os.environ, "MTRL_PERTURB_ARITHMETIC": value}
-        out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
-        flag, changed, worst = out.stdout.split()
-        assert flag == str(perturbed)
-        assert (int(changed) > 0) == perturbed and float(worst) < 1e-12
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-n",
+            "0",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-m",
+            "floats and not experiments",
+            "tests",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    tail = ran.stdout[-6000:]
+    assert ran.returncode == 0, tail
+    summary = dict(
+        (kind, int(n)) for n, kind in re.findall(r"(\d+) (passed|failed|error)", ran.stdout.splitlines()[-1])
+    )
+    assert summary.get("passed", 0) > 200 and not summary.get("failed"), tail
