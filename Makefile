@@ -25,7 +25,7 @@ export MPLBACKEND ?= Agg
 # test worker, notebook kernel and child process would otherwise compile them again from source.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help venv check-python course figures test test-experiments test-fast lint ruff types notebooks bench lock words dataset site student lab clean distclean
+.PHONY: help venv check-python course figures test test-experiments test-fast lint ruff types notebooks bench base lock words dataset site student lab clean distclean
 
 help:
 	@echo "make course     run the course's main job offline (creates .venv on first use; changes no committed file)"
@@ -38,6 +38,7 @@ help:
 	@echo "make notebooks  re-execute every notebook offline and store its outputs (rewrites notebooks/ and figures/)"
 	@echo "make figures    re-execute every notebook offline and refresh figures/ only (on purpose; the notebooks stay as they are)"
 	@echo "make bench      print the benchmark medians and ratios"
+	@echo "make base       rebuild the learner's base model from the repository, all six stages, into build/base/ (about 90 min; leaves the committed base as it is)"
 	@echo "make lock       regenerate requirements.lock from pyproject.toml (on purpose only)"
 	@echo "make clean      remove local state (.state, build); distclean also removes .venv"
 
@@ -161,6 +162,14 @@ bench: $(STAMP)
 	$(BIN)/python experiments/bench_sandbox.py
 	$(BIN)/python benchmarks/bench_backend.py
 	$(BIN)/python benchmarks/bench_learner.py
+
+# The learner's committed base model, rebuilt from the repository alone: the six stages of
+# experiments/train_base_lm.py's STAGES in order, each continuing the one before, every stage's
+# weights and provenance kept in build/base/stageN/, the result in build/base/ beside its
+# comparison with the committed base (comparison.json). It never replaces the committed base:
+# `python experiments/train_base_lm.py --rebuild --install` does, on purpose. About 90 minutes.
+base: $(STAMP)
+	$(BIN)/python experiments/train_base_lm.py --rebuild
 
 words: $(STAMP)
 	$(BIN)/mtrl words build
