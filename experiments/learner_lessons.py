@@ -31,8 +31,9 @@ Across seeds: mean, standard deviation and standard error of each lesson's stati
 expected of any of them, and the stored file says what was measured, nulls included.
 
     python experiments/learner_lessons.py --seeds 1 2 3                 # results/learner_lessons.json
-    python experiments/learner_lessons.py --seeds 1 --out /tmp/s1.json  # one seed; then
-    python experiments/learner_lessons.py --combine /tmp/s1.json /tmp/s2.json /tmp/s3.json
+    python experiments/learner_lessons.py --seeds 1 --out build/learner_lessons_s1.json  # one seed; then
+    python experiments/learner_lessons.py --combine build/learner_lessons_s1.json \
+        build/learner_lessons_s2.json build/learner_lessons_s3.json
 
 Each arm's result is written as soon as it finishes; `--resume` skips the arms an interrupted
 run already wrote. The stored run: three seeds side by side, one process each (one BLAS thread),
