@@ -5,7 +5,7 @@ output) and a peak of 11x the file size in memory. This rebuilds such files and 
 each in a fresh process, reading the child's peak RSS from the kernel (wait4's ru_maxrss):
 
     python benchmarks/bench_dataset_validate.py                     # 100 MB files, this checkout
-    python benchmarks/bench_dataset_validate.py --size-mb 20 --code /tmp/old/agent_src
+    python benchmarks/bench_dataset_validate.py --size-mb 20 --code ../old/agent_src
 
 The files: the committed training split copied until the size is reached (every row after the
 first 640 repeats an answer and an id: two problems a row); the same rows with a fresh id on

@@ -127,6 +127,47 @@ def test_no_secrets_or_personal_paths(path: Path):
     assert not findings, f"{rel}: " + "; ".join(findings[:5])
 
 
+# A temporary or home folder named in a committed file is a path only one machine had (a stored
+# result's `--out /tmp/...`, a provenance's `--init /home/...`): a reader cannot re-run it. Name a
+# repository path instead (build/ is git-ignored scratch) or a placeholder (`<out>`). Tests are
+# exempt: some of them name such folders on purpose (the sandbox's attacks, this file).
+MACHINE_FOLDER = re.compile(r"(?<![\w.])(?:/tmp|/var/tmp|/var/folders|/root|/home|/Users)/|\b[A-Za-z]:\\+Users\\+")
+# Files outside tests/ that may name one anyway, each with its reason. Empty: keep it short.
+MACHINE_FOLDER_ALLOWED: dict[str, str] = {}
+
+
+def machine_folders(text: str) -> list[str]:
+    return [text[max(0, m.start() - 30) : m.end() + 30] for m in MACHINE_FOLDER.finditer(text)]
+
+
+def test_the_machine_folder_check_catches_what_it_should():
+    for named in ("--out /tmp/w19/stage1", "/root/x", "see /home/" + "bob/", "/Users/" + "ann/x", "C:\\Users\\ann"):
+        assert machine_folders(named), named
+    assert machine_folders('"C:\\\\Users\\\\ann"')  # as JSON escapes it
+    # The sandbox's own private /tmp, a URL's path and repository paths are not machine folders.
+    for fine in (
+        "a private `/tmp` of its own",
+        "umount2(b'/tmp', 2)",
+        "https://example.com/home/x",
+        "build/base/stage1",
+    ):
+        assert not machine_folders(fine), fine
+
+
+def test_no_file_outside_tests_names_a_temporary_or_home_folder():
+    found = {}
+    for path in committed_files():
+        rel = path.relative_to(REPO).as_posix()
+        if rel.startswith("tests/") or rel in MACHINE_FOLDER_ALLOWED:
+            continue
+        text = file_text(path)
+        if text is not None and machine_folders(text):
+            found[rel] = machine_folders(text)[:3]
+    assert not found, f"machine folders in committed files (name a repository path instead): {found}"
+    stale = [rel for rel in MACHINE_FOLDER_ALLOWED if not (REPO / rel).is_file()]
+    assert not stale, f"MACHINE_FOLDER_ALLOWED names files that are gone: {stale}"
+
+
 def test_local_state_is_ignored():
     ignored = (REPO / ".gitignore").read_text()
     for entry in (".venv/", ".state/", "build/", "mlruns/"):
