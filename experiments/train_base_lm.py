@@ -382,7 +382,8 @@ def train_once(
         if bar.total != total:
             bar.total = total
         bar.update(1)
-        bar.set_postfix(loss=f"{loss:.3f}")
+        # Redrawn at the bar's own interval: a refresh per step wrote a line per step to a log.
+        bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
 
     train_started = time.time()
     params, log = pretrain.train(
