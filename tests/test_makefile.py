@@ -123,6 +123,9 @@ EXPERIMENT_RERUNS = {
         "tests/test_learner_lessons_results.py",
         "test_seed_one_reruns_its_base_evaluation_and_first_steps",
     ),
+    # Stage 1 of `make base`, shortened to 34 steps (about 30 CPU-s); the full rebuild, six
+    # stages and about 90 minutes, is `make base`'s and runs in no tier.
+    "base_stage1_short.json": ("tests/test_base_rebuild.py", "test_stage_one_short_run_reruns_to_the_stored_numbers"),
 }
 NOT_RERUN = {
     # The learner's GRPO runs (six to eleven minutes per seed each on the stage-6 base); no test
@@ -183,6 +186,10 @@ OTHER_SECOND_TIER = (
     ("tests/test_cli.py", "test_train_evaluate_jobs_and_attach_offline"),
     ("tests/test_jupyter.py", "test_open_run_and_save_in_jupyterlab_keeps_make_test_green"),
     ("tests/test_smoke.py", "test_the_no_entrypoint_program_ends_without_ever_listening"),
+    # `make base`'s chain on a two-stage recipe of 12 games each, 17 to 25 s (most of it two
+    # corpora's solver and two held-out evaluations): stage 2 continues stage 1's output and the
+    # committed base is left alone.
+    ("tests/test_base_rebuild.py", "test_a_tiny_two_stage_rebuild_chains_its_stages_and_leaves_the_committed_base"),
 )
 
 
