@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import functools
 import io
+import subprocess
 import sys
 import tokenize
 from collections.abc import Iterator, Mapping
@@ -249,6 +250,25 @@ def test_the_coding_environment_uses_the_standard_library_only():
         assert name in MODULES, name
         assert not outside_imports(name), f"{name} imports {sorted(outside_imports(name))}"
         assert all(t.startswith("coding_agent") for t in GRAPH[name]), f"{name} imports {sorted(GRAPH[name])}"
+
+
+# The trainers and the policies they update need numpy, not the HTTP emulator: loading one of them
+# must not load uvicorn (the emulator's server), directly or through what it imports.
+TRAINERS = (
+    "mtrl_course.local.grpo",
+    "mtrl_course.local.stand_in_policy",
+    "mtrl_course.local.learner_policy",
+    "mtrl_course.learner.grpo",
+    "mtrl_course.grpo_anatomy",
+    "coding_agent.trainer",
+)
+
+
+@pytest.mark.parametrize("module", TRAINERS)
+def test_no_trainer_loads_the_http_server(module):
+    probe = f"import sys, {module}; print('uvicorn' in sys.modules, 'mtrl_course.local.job_runtime_emulator' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"], f"{module} loads uvicorn or the job runtime emulator: {out}"
 
 
 def test_the_coding_agent_uses_of_the_toolkit_only_the_stand_ins_update():

@@ -19,7 +19,9 @@ key in its response (whatever it needs later for its gradient); the emulator rec
 turn and never sends it to the caller.
 
 The core (`sample`, `complete_rollout`, `update_reward`, `authenticate`) is callable in-process;
-`serve()` adds the HTTP front end (uvicorn on 127.0.0.1, a free port).
+`serve()` adds the HTTP front end (uvicorn on 127.0.0.1, a free port). The completion a policy
+returns is built by `mtrl_course.local.completions` (no HTTP there, so policies and trainers load
+without uvicorn).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from typing import Any, Protocol
 
 import uvicorn
 
+from mtrl_course.local.completions import POLICY_TRACE_KEY, approx_tokens, chat_completion
 from mtrl_course.local.tokens import TokenError, parse_token, signature_matches
 
 log = logging.getLogger(__name__)
@@ -81,7 +84,6 @@ JOB_NOT_FOUND_MESSAGE = "Could not find job"
 IN_PROGRESS = "in_progress"
 REWARD_RECEIVED = "reward_received"
 
-POLICY_TRACE_KEY = "policy_trace"
 DEFAULT_TEMPERATURE = 1.0
 # A token dated this far in the future is refused, like SigV4's clock-skew check.
 MAX_CLOCK_SKEW_S = 300.0
@@ -89,8 +91,6 @@ REJECTION_LOG_SIZE = 10_000
 SERVER_HOST = "127.0.0.1"
 SERVER_START_TIMEOUT_S = 10.0
 SERVER_STOP_TIMEOUT_S = 10.0
-# A rough chars-per-token ratio for policies that do not count tokens themselves.
-CHARS_PER_TOKEN = 4
 
 
 # Emulators serving over HTTP, by endpoint URL: how a local AgentCore runtime finds the Job
@@ -791,67 +791,6 @@ class JobRuntimeEmulator:
 
 
 # --- chat completion helpers ----------------------------------------------------------------------
-def approx_tokens(text: str) -> int:
-    """A rough token count (about four characters a token) for policies without a tokenizer."""
-    return max(1, math.ceil(len(text) / CHARS_PER_TOKEN)) if text else 0
-
-
-def chat_completion(
-    *,
-    content: str | None = None,
-    tool_calls: Iterable[Mapping[str, Any]] = (),
-    reasoning: str | None = None,
-    prompt_tokens: int,
-    completion_tokens: int,
-    model: str = "default",
-    finish_reason: str | None = None,
-    policy_trace: Any = None,
-) -> dict:
-    """A non-streaming OpenAI chat completion dict, the shape a policy returns.
-
-    `tool_calls` items are {"name", "arguments" (dict or JSON string), optional "id"}.
-    """
-    calls = []
-    for call in tool_calls:
-        arguments = call.get("arguments", {})
-        calls.append(
-            {
-                "id": call.get("id") or f"call_{uuid.uuid4().hex[:16]}",
-                "type": "function",
-                "function": {
-                    "name": call["name"],
-                    "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
-                },
-            }
-        )
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if reasoning:
-        message["reasoning_content"] = reasoning
-    if calls:
-        message["tool_calls"] = calls
-    response = {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "finish_reason": finish_reason or ("tool_calls" if calls else "stop"),
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    }
-    if policy_trace is not None:
-        response[POLICY_TRACE_KEY] = policy_trace
-    return response
-
-
 def _checked_response(response: Any, policy: object) -> dict:
     name = type(policy).__name__
     if not isinstance(response, dict) or not isinstance(response.get("choices"), list):

@@ -36,7 +36,7 @@ import numpy as np
 from mtrl_course.learner import model as lm
 from mtrl_course.learner import sampler, template, weights
 from mtrl_course.learner.lora import Adapter
-from mtrl_course.local.job_runtime_emulator import chat_completion
+from mtrl_course.local.completions import chat_completion
 
 LABEL = "learner (tiny language model)"
 MODEL_NAME = "learner-tiny-lm"

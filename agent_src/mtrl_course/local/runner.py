@@ -1029,9 +1029,7 @@ def evaluate(job: ReportingJob, options: RunnerOptions) -> None:
         records = _records(outcomes)
         values = metrics.success_metrics("eval", records, float(hp["success_threshold"]), hp["pass_k_values"])
         if not learner:
-            values.update(
-                metrics.standin_metrics(records, policy.format_probabilities(), norm(start.weights))
-            )
+            values.update(metrics.standin_metrics(records, policy.format_probabilities(), norm(start.weights)))
         values["timing_s/eval"] = time.monotonic() - started
         mlflow.log(values, 0)
         job.set_secondary("Uploading", "Writing the evaluation results")

@@ -127,7 +127,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from mtrl_course.local.job_runtime_emulator import chat_completion
+from mtrl_course.local.completions import chat_completion
 from mtrl_course.feedback_arrays import encode, entropies
 from mtrl_course.numerics import exp, log, matmul, matvec, norm
 from mtrl_course.local.transcript import Clue, is_over, parse_clue, seeded_clues
