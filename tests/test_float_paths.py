@@ -66,7 +66,6 @@ MACHINE_INDEPENDENT = {
     "test_game.py": "the game's reward on fixed games: element-wise arithmetic only",
     "test_game_baseline_parity.py": "two implementations of the game's rules on the same games, compared exactly",
     "test_float_paths.py": "this module: it runs the switch itself, in subprocesses",
-    "test_perturbed_arithmetic.py": "the perturbed run itself, in a subprocess with the switch on",
 }
 TOLERANCE = re.compile(r"\bapprox\(|allclose\(|isclose\(|assert_array_almost_equal|rerun_matches\(|\b1e-\d+\b")
 

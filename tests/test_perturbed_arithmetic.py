@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STORED_RERUNS = [
     "tests/test_reward_ablation.py::test_one_cheap_arm_reruns_to_the_stored_numbers",
     "tests/test_failure_experiments.py::test_one_cheap_configuration_reproduces_the_stored_steps",
+    "tests/test_base_rebuild.py::test_stage_one_short_run_reruns_to_the_stored_numbers",
 ]
 
 
