@@ -80,6 +80,7 @@ sys.path.insert(0, str(REPO / "agent_src"))
 os.environ.setdefault("MTRL_MODE", "offline")
 
 from mtrl_course import config  # noqa: E402
+from mtrl_course.rewards import DESIGNS, REWARDS, TIERED  # noqa: E402
 from mtrl_course.learner import play as batch_play  # noqa: E402
 from mtrl_course.learner import weights  # noqa: E402
 from mtrl_course.learner.grpo import LR_SCALE  # noqa: E402
@@ -215,8 +216,8 @@ def train_batch(
 
     What is the same: the learner, its base, the job's hyperparameters (the service's defaults
     with `failure_experiments.DEFAULT_RUN` and `hp_overrides`), the fresh adapter (`learner_lane.starting_adapter`),
-    the optimizer (`learner.grpo.optimizer`), the reward (`runner.REWARD_FUNCTIONS`, or the game's
-    own `final_reward()` for the tiered reward), the group-relative advantages
+    the optimizer (`learner.grpo.optimizer`), the reward (by name from the one registry,
+    `mtrl_course.rewards`; tiered is the game's own `final_reward()`), the group-relative advantages
     (`local.grpo.group_advantages`) and the update (`learner.grpo.update`), the deployed effort, the
     sampling temperature, top-p and token cap. What differs: the games are played by
     `learner.play.play_games`, which follows the agent's rules (tests/test_learner_play.py plays the
@@ -243,7 +244,7 @@ def train_batch(
     adapter = starting_adapter(hp, None, seed, Path(tempfile.gettempdir()))
     assert not isinstance(adapter, str)
     optimizer = learner_grpo.optimizer(hp)
-    score = runner.REWARD_FUNCTIONS.get(reward, lambda game: game.final_reward())
+    score = REWARDS[reward]
     answers = [answer_of(t) for t in failure_experiments.rows("training")]
     held_out = [answer_of(t) for t in failure_experiments.rows("validation")]
     prompts = hp.global_batch_size  # prompts a step (the service counts the batch in prompts)
@@ -427,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--learning-rate", type=float, default=None, help="override the run's learning_rate")
     ap.add_argument("--max-steps", type=int, default=None)
     ap.add_argument("--max-epochs", type=int, default=None, help="passes over the 640 training prompts (20 steps each)")
-    ap.add_argument("--reward", choices=runner.REWARD_VARIANTS, default=runner.REWARD_TIERED)
+    ap.add_argument("--reward", choices=DESIGNS, default=TIERED)
     ap.add_argument(
         "--trainer",
         choices=("runner", "batch"),

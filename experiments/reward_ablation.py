@@ -39,14 +39,14 @@ from tqdm import tqdm  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import standin_lessons as lessons  # noqa: E402
 
+from mtrl_course import rewards  # noqa: E402
 from mtrl_course import reward_designs  # noqa: E402
-from mtrl_course.local import runner  # noqa: E402
 from mtrl_course.local.stand_in_policy import Adapter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "reward_ablation.json"
 ADAPTER = ROOT / "experiments" / "results" / "reward_ablation_tiered_adapter.json"
-REWARDS = (runner.REWARD_OUTCOME_ONLY, runner.REWARD_TIERED, runner.REWARD_LEGACY)
+REWARDS = (rewards.OUTCOME_ONLY, rewards.TIERED, rewards.LEGACY)
 STEPS = 14
 BATCH = 16
 GROUP = 8
@@ -143,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 arm["eval"] = evaluate_arm(adapter, seed)
                 per_seed.setdefault(str(seed), {})[reward] = arm
                 if not args.no_write:
-                    if reward == runner.REWARD_TIERED and seed == args.seeds[0]:
+                    if reward == rewards.TIERED and seed == args.seeds[0]:
                         adapter.save(ADAPTER)
                     partial.write_text(json.dumps(per_seed) + "\n")
                 progress.update(1)

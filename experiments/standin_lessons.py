@@ -58,6 +58,7 @@ if "MTRL_STATE_DIR" not in os.environ:
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
+from mtrl_course import rewards  # noqa: E402
 from mtrl_course.local import fastlane, hub, mlflow_store, runner  # noqa: E402
 from mtrl_course.local.failure_experiments import MemoryJob  # noqa: E402
 from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator  # noqa: E402
@@ -146,7 +147,7 @@ class Lab:
         self,
         seed: int,
         *,
-        reward: str = runner.REWARD_TIERED,
+        reward: str = rewards.TIERED,
         train_rows: list[str] | None = None,
         start: Adapter | None = None,
         observer: Callable[[str, Any], None] | None = None,
@@ -314,7 +315,7 @@ def run_seed(seed: int, budget: str, lab: Lab, progress: tqdm) -> dict[str, Any]
     served_eval = ev(trained, 1.0)
     out["served"] = served_eval.solve_rate
     design = {}
-    for variant in (runner.REWARD_TIERED, runner.REWARD_LEGACY):
+    for variant in (rewards.TIERED, rewards.LEGACY):
         adapter, _, _ = lab.train(seed, reward=variant, start=trained, val_every=0)
         e = evaluate(
             adapter, seed, temperature=1.0, effort=DEPLOYED_EFFORT, words=words, rollouts=rollouts * REWARD_ROLLOUTS

@@ -35,6 +35,7 @@ FOUNDATION = {
     "mtrl_course.naming",
     "mtrl_course.feedback_arrays",
     "mtrl_course.numerics",
+    "mtrl_course.rewards",
     "mtrl_course.solver",
     "mtrl_course.dataset",
     "mtrl_course.iam_decisions",
@@ -50,7 +51,7 @@ STEPS = {
     f"mtrl_course.{name}"
     for name in (
         "iam preflight deploy smoke storage resources training monitoring evaluation costs plots cleanup "
-        "run_scope instructor_run reward_designs grpo_anatomy learner_results"
+        "run_scope instructor_run reward_designs grpo_anatomy learner_results commands"
     ).split()
 }
 # Layer 4, the course machinery: the command line, progress bars, the notebooks' bootstrap and

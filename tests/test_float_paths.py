@@ -59,6 +59,7 @@ MACHINE_INDEPENDENT = {
     "test_plots.py": "a reward band (mean and std of given numbers: sums and sqrt, the same on any CPU)",
     "test_reward.py": "the reward of fixed games: element-wise arithmetic only",
     "test_reward_designs.py": "the reward designs on fixed games: element-wise arithmetic only",
+    "test_rewards.py": "the reward registry on fixed games: element-wise arithmetic only",
     "test_coding_reward.py": "the coding reward on fixed rollouts: element-wise arithmetic only",
     "test_solver.py": "the reference solver's entropies of fixed feedback tables (numpy sums and log2 of counts)",
     "test_learner_grpo_results.py": "summaries of stored numbers (sums, sqrt); its re-run is in the second tier",

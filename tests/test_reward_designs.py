@@ -14,6 +14,7 @@ from wordle_agent import reward as R
 from wordle_agent.game import WordleGame
 from wordle_agent.words import ANSWERS
 
+from mtrl_course import rewards
 from mtrl_course import reward_designs as L
 
 
@@ -21,16 +22,16 @@ def test_legacy_inversions_on_scripted_games():
     first = L.play_scripted("CRANE", ["CRANE"])
     third = L.play_scripted("CRANE", ["SLATE", "TRACE", "CRANE"])
     assert first.solved and len(first.guesses) == 1 and third.solved and len(third.guesses) == 3
-    assert L.design_reward(L.LEGACY, first) == pytest.approx(149 / 150)
-    assert L.design_reward(L.LEGACY, third) > L.design_reward(L.LEGACY, first)
-    assert L.design_reward(L.TIERED, first) > L.design_reward(L.TIERED, third)
+    assert rewards.score(L.LEGACY, first) == pytest.approx(149 / 150)
+    assert rewards.score(L.LEGACY, third) > rewards.score(L.LEGACY, first)
+    assert rewards.score(L.TIERED, first) > rewards.score(L.TIERED, third)
 
 
 def test_outcome_only_ignores_shaping_and_first_fix_uses_one_weight():
     game = L.play_scripted("CRANE", ["SLATE", "CRANE"])
-    assert L.design_reward(L.OUTCOME_ONLY, game) == pytest.approx(R.SOLVE_BASE + R.SPEED_BONUS * 4 / 5)
+    assert rewards.score(L.OUTCOME_ONLY, game) == pytest.approx(R.SOLVE_BASE + R.SPEED_BONUS * 4 / 5)
     expected = 1.0 + R.SPEED_BONUS * 4 / 5 + 0.15 * R.clipped_shaping(game.score)
-    assert L.design_reward(L.FIRST_FIX, game) == pytest.approx(expected)
+    assert rewards.score(L.FIRST_FIX, game) == pytest.approx(expected)
     # The walkthrough's two numbers: a guess-3 solve at full shaping, a guess-2 solve at the minimum.
     assert L.first_fix_reward(True, 3, 10 * R.SHAPING_SCALE) == pytest.approx(1.45)
     assert L.first_fix_reward(True, 2, -10 * R.SHAPING_SCALE) == pytest.approx(1.25)
@@ -38,7 +39,7 @@ def test_outcome_only_ignores_shaping_and_first_fix_uses_one_weight():
     with pytest.raises(ValueError, match="n_guesses"):
         L.first_fix_reward(True, 7, 0.0)
     with pytest.raises(ValueError, match="unknown reward design"):
-        L.design_reward("summed", game)
+        rewards.score("summed", game)
 
 
 def test_reward_table_labels_outcomes():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
-from mtrl_course import aws, config, dataset, service_spec
+from mtrl_course import aws, config, dataset, rewards, service_spec
 from mtrl_course.local import hub, metrics, runner, service
 from mtrl_course.local.stand_in_policy import LABEL, Adapter
 from mtrl_course.local.agent_server import LocalAgentRuntime
@@ -412,18 +412,18 @@ def test_reward_variants_report_another_number_for_the_same_game(monkeypatch):
     expected = WordleGame("PASTE")
     for word in ("CRANE", "HOIST", "PASTE"):
         expected.guess(word)
-    assert runner.reward_variant_handler(runner.REWARD_TIERED, play) is play
-    legacy = runner.reward_variant_handler(runner.REWARD_LEGACY, play)
+    assert runner.reward_variant_handler(rewards.TIERED, play) is play
+    legacy = runner.reward_variant_handler(rewards.LEGACY, play)
     assert legacy({}, model=NO_MODEL)["reward"] == pytest.approx(legacy_reward(expected))
     # Outcome only: the guess-3 tier without the shaping term.
-    outcome_only = runner.reward_variant_handler(runner.REWARD_OUTCOME_ONLY, play)
+    outcome_only = runner.reward_variant_handler(rewards.OUTCOME_ONLY, play)
     assert outcome_only({}, model=NO_MODEL)["reward"] == pytest.approx(1.05 + 0.5 * 3 / 5)
     # A rollout that made no game (a malformed task) keeps the handler's own reward.
-    no_game = runner.reward_variant_handler(runner.REWARD_LEGACY, lambda p, **_: {"reward": -1.5})
+    no_game = runner.reward_variant_handler(rewards.LEGACY, lambda p, **_: {"reward": -1.5})
     assert no_game({}, model=NO_MODEL) == {"reward": -1.5}
     # The caller's observer is handed the game too, after the variant's own.
     seen: list[tuple[str, object]] = []
-    handler = runner.reward_variant_handler(runner.REWARD_LEGACY, play)
+    handler = runner.reward_variant_handler(rewards.LEGACY, play)
     handler({}, model=NO_MODEL, observer=lambda task_id, game: seen.append((task_id, game)))
     assert [(task_id, game.guesses) for task_id, game in seen] == [("row", ["CRANE", "HOIST", "PASTE"])]
 
@@ -438,7 +438,7 @@ def test_outcome_only_ignores_seeded_guesses_when_the_policy_never_played():
     from wordle_agent.reward import NO_PLAY_REWARD, legacy_reward
 
     game = WordleGame("PASTE", prior_guesses=["CRANE"])
-    assert runner.outcome_only_reward(game) == NO_PLAY_REWARD
+    assert rewards.score(rewards.OUTCOME_ONLY, game) == NO_PLAY_REWARD
     assert legacy_reward(game) == pytest.approx(-200 / 150)
 
 

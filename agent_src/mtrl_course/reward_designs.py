@@ -5,7 +5,8 @@ number it did not compute. The pieces:
 
 - Designs: the tiered reward the agent reports (`game.final_reward`), the legacy summed design
   (`reward.legacy_reward`), the tiers without shaping ("outcome only"), and the first fix with a
-  single shaping weight (`first_fix_reward`), rebuilt from the walkthrough's description.
+  single shaping weight (`first_fix_reward`), rebuilt from the walkthrough's description: all
+  from the one registry, `mtrl_course.rewards`.
 - Players: scripted games, the reference solver made to stall for k extra guesses before it
   solves, and a "plausible" player that guesses a random word still consistent with the clues.
 - GRPO's view: the share of groups whose rewards all tie (zero advantage, nothing learned) and
@@ -38,56 +39,18 @@ from wordle_agent.game import MAX_GUESSES, MAX_TOOL_CALLS, WordleGame, score_gue
 from wordle_agent.words import ALLOWED, ANSWERS, ENTROPY
 
 from mtrl_course.feedback_arrays import encode
+from mtrl_course import rewards
+
+# The designs come from the one registry; the bench's names for them (notebook 09 reads these).
+from mtrl_course.rewards import DESIGNS, FIRST_FIX, LEGACY, OUTCOME_ONLY, TIERED, first_fix_reward  # noqa: F401
 from mtrl_course.solver import EntropySolver, default_solver
 
 # --- Reward designs -------------------------------------------------------------------------------
 
-TIERED, OUTCOME_ONLY, LEGACY, FIRST_FIX = "tiered", "outcome_only", "legacy", "first_fix"
-DESIGNS = (OUTCOME_ONLY, TIERED, LEGACY, FIRST_FIX)
-# The first fix used one shaping weight for solves and losses. The walkthrough gives the weight
-# (0.15) and two rewards it produced (+1.45 for a guess-3 solve, +1.25 for a guess-2 solve); both
-# fit tiers that start at 1.0 (1.30 + 0.15 and 1.40 - 0.15), so 1.0 is the base we rebuild it
-# with. That base is our inference from those two numbers, not a documented constant.
-FIRST_FIX_WEIGHT = 0.15
-FIRST_FIX_BASE = 1.0
-
-
-def _played(game: Any) -> int:
-    """Valid guesses the policy itself made (a curriculum's seeded guesses do not count)."""
-    return len(game.guesses) - int(getattr(game, "seeded", 0))
-
-
-def first_fix_reward(
-    solved: bool, n_guesses: int, score: float, *, weight: float = FIRST_FIX_WEIGHT, base: float = FIRST_FIX_BASE
-) -> float:
-    """The first fix: tiers plus `weight` x clipped shaping for solves and losses alike."""
-    if not 0 <= n_guesses <= MAX_GUESSES:
-        raise ValueError(f"n_guesses must be between 0 and {MAX_GUESSES}; got {n_guesses!r}")
-    if n_guesses == 0:
-        return R.NO_PLAY_REWARD
-    shaping = weight * R.clipped_shaping(score)
-    if solved:
-        return base + R.SPEED_BONUS * (MAX_GUESSES - n_guesses) / (MAX_GUESSES - 1) + shaping
-    return R.LOSS_REWARD + shaping
-
-
-def design_reward(design: str, game: Any) -> float:
-    """The reward `design` pays for a finished game (tiered = what the agent reports)."""
-    n = len(game.guesses) if _played(game) > 0 else 0
-    if design == TIERED:
-        return R.outcome_reward(game.solved, n, game.score)
-    if design == OUTCOME_ONLY:
-        return R.outcome_reward(game.solved, n, 0.0)
-    if design == LEGACY:
-        return R.legacy_reward(game)
-    if design == FIRST_FIX:
-        return first_fix_reward(game.solved, n, game.score)
-    raise ValueError(f"unknown reward design {design!r}; choose one of {DESIGNS}")
-
 
 def outcome_label(game: Any) -> str:
     """'solved on 3', 'lost' or 'no play'."""
-    if _played(game) == 0:
+    if rewards.played(game) == 0:
         return "no play"
     return f"solved on {len(game.guesses)}" if game.solved else "lost"
 
@@ -103,7 +66,7 @@ def reward_table(games: Iterable[Any], designs: Sequence[str] = DESIGNS) -> pd.D
             "n_guesses": len(game.guesses),
             "score": float(game.score),
         }
-        row.update({d: design_reward(d, game) for d in designs})
+        row.update({d: rewards.score(d, game) for d in designs})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -281,14 +244,14 @@ def group_games(games: Iterable[Any], key: Callable[[Any], Any]) -> list[list[An
 
 def zero_advantage_by_design(groups: Sequence[Sequence[Any]], designs: Sequence[str] = DESIGNS) -> dict[str, float]:
     """For the same groups of games, the zero-advantage share under each design."""
-    return {d: zero_advantage_share([[design_reward(d, g) for g in group] for group in groups]) for d in designs}
+    return {d: zero_advantage_share([[rewards.score(d, g) for g in group] for group in groups]) for d in designs}
 
 
 def shaping_terms(games: Iterable[Any]) -> pd.DataFrame:
     """Per played game: outcome, the clipped shaping in [-1, 1], and whether it sits on the clip."""
     rows = []
     for game in games:
-        if _played(game) == 0:
+        if rewards.played(game) == 0:
             continue
         clipped = R.clipped_shaping(game.score)
         rows.append(
@@ -430,7 +393,7 @@ def rule_comparison(games: Iterable[WordleGame]) -> pd.DataFrame:
     """Per game: the game's score, both independent rescorings, and the tiered reward under each rule."""
     rows = []
     for game in games:
-        n = len(game.guesses) if _played(game) > 0 else 0
+        n = len(game.guesses) if rewards.played(game) > 0 else 0
         course, sample = rescore(game, COURSE_RULE), rescore(game, SAMPLE_RULE)
         rows.append(
             {
@@ -513,7 +476,7 @@ _CALL_KINDS = ("allowed word", "the answer", "random letters", "malformed", "rep
 
 def tier_band(game: Any) -> tuple[float, float]:
     """The reward range a finished game's outcome allows, whatever its shaping score."""
-    n = _played(game)
+    n = rewards.played(game)
     if n == 0:
         return (R.NO_PLAY_REWARD, R.NO_PLAY_REWARD)
     if game.solved:
@@ -644,7 +607,9 @@ def squash_comparison(
     if len(games) != len(task_ids) or per_step < 1 or len(games) % per_step:
         raise ValueError(f"{len(games)} games and {len(task_ids)} task ids do not split into steps of {per_step}")
     lost = [
-        (i // per_step + 1, tid, g) for i, (tid, g) in enumerate(zip(task_ids, games)) if _played(g) and not g.solved
+        (i // per_step + 1, tid, g)
+        for i, (tid, g) in enumerate(zip(task_ids, games))
+        if rewards.played(g) and not g.solved
     ]
     if not lost:
         raise ValueError("squash_comparison found no lost games to compare")
@@ -696,7 +661,7 @@ def step_stats(games: Sequence[Any], task_ids: Sequence[str], per_step: int, gro
             raise ValueError(f"step {start // per_step + 1}: group sizes {sorted(sizes)}, expected {group}")
         played = [g for _, g in block]
         solved = [g for g in played if g.solved]
-        no_play = [g for g in played if _played(g) == 0]
+        no_play = [g for g in played if rewards.played(g) == 0]
         row = {
             "step": start // per_step + 1,
             "solve_rate": len(solved) / len(played),
@@ -705,7 +670,7 @@ def step_stats(games: Sequence[Any], task_ids: Sequence[str], per_step: int, gro
             "guesses_per_solve": float(np.mean([len(g.guesses) for g in solved])) if solved else math.nan,
         }
         for design in (OUTCOME_ONLY, TIERED, LEGACY):
-            row[f"reward_{design}"] = float(np.mean([design_reward(design, g) for g in played]))
+            row[f"reward_{design}"] = float(np.mean([rewards.score(design, g) for g in played]))
         for design, share in zero_advantage_by_design(list(groups.values()), (OUTCOME_ONLY, TIERED, LEGACY)).items():
             row[f"zero_adv_{design}"] = share
         losses = shaping_terms(g for g in played if not g.solved)

@@ -48,9 +48,10 @@ recorded for a rollout the service was told failed. One reported before the fail
 
 Course options (`RunnerOptions`): lane, seed, workers, fault, fault_step, reward_grace_seconds,
 adapter_dir, reward and checkpoint_every. `reward` selects what the rollouts report (fast lane only, because it
-swaps the handler as the faults do): "tiered" (default: the deployed agent's own
-`game.final_reward()`, untouched), "outcome_only" (the same tiers without the shaping term) or
-"legacy" (`wordle_agent.reward.legacy_reward`, the first, summed design). The game is played by
+swaps the handler as the faults do): any design of the one registry, `mtrl_course.rewards`:
+"tiered" (default: the deployed agent's own `game.final_reward()`, untouched), "outcome_only"
+(the same tiers without the shaping term), "legacy" (the first, summed design) or "first_fix"
+(the walkthrough's first fix). The game is played by
 the same handler either way; only the number sent with UpdateReward changes, so the reward deep
 dive can train on a subtly wrong reward without redeploying the agent. The toolkit installs runners with `install(service, **options)`.
 
@@ -82,7 +83,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from mtrl_course import config
+from mtrl_course import config, rewards
 from mtrl_course.service_spec import TrainingHyperparameters
 from mtrl_course.local import fastlane, grpo, metrics
 from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator, TrajectoryRecord
@@ -99,11 +100,8 @@ from mtrl_course.local.names import (
 from mtrl_course.local.stand_in_policy import LABEL, Adapter, StandInPolicy
 from mtrl_course.numerics import norm
 from wordle_agent import rollout
-from wordle_agent.reward import legacy_reward, outcome_reward
 
 FAST_LANE_ONLY_FAULTS = (FAULT_AGENT_ERROR, FAULT_MISSING_REWARD)
-REWARD_TIERED, REWARD_OUTCOME_ONLY, REWARD_LEGACY = "tiered", "outcome_only", "legacy"
-REWARD_VARIANTS = (REWARD_TIERED, REWARD_OUTCOME_ONLY, REWARD_LEGACY)
 # The fast lane is CPU-bound Python: a second thread only contends for the GIL. Measured on two
 # cores (3 training steps of 256 episodes): 2 threads took 40% more CPU than 1 for the same result.
 FAST_LANE_WORKERS = 1
@@ -185,7 +183,7 @@ class RunnerOptions:
     fault_step: int = 1
     reward_grace_seconds: float = REWARD_GRACE_S
     adapter_dir: Path = ADAPTER_DIR
-    reward: str = REWARD_TIERED
+    reward: str = rewards.TIERED
     # Save the adapter every this many steps as `<job>-step<NNN>.json` in adapter_dir (0: never),
     # the analogue of the service's intermediate checkpoints: notebook 10 evaluates them at
     # serving settings to ask whether training longer helps where the model is served.
@@ -200,9 +198,9 @@ class RunnerOptions:
             raise ValueError(f"policy {self.policy!r} is not one of {POLICIES}")
         if self.lane not in LANES:
             raise ValueError(f"lane {self.lane!r} is not one of {LANES}")
-        if self.reward not in REWARD_VARIANTS:
-            raise ValueError(f"reward {self.reward!r} is not one of {REWARD_VARIANTS}")
-        if self.reward != REWARD_TIERED and self.lane != LANE_FAST:
+        if self.reward not in rewards.REWARDS:
+            raise ValueError(f"reward {self.reward!r} is not one of {rewards.DESIGNS}")
+        if self.reward != rewards.TIERED and self.lane != LANE_FAST:
             raise ValueError(f"reward {self.reward!r} swaps the rollout handler, which only the fast lane can do")
         if self.fault is not None and self.fault not in FAULTS:
             raise ValueError(f"fault {self.fault!r} is not one of {FAULTS}")
@@ -307,23 +305,6 @@ def _keep_result_without_reward(
     return result
 
 
-def _played(game: Any) -> int:
-    """Valid guesses the policy itself made (a curriculum's seeded guesses do not count)."""
-    return len(game.guesses) - int(getattr(game, "seeded", 0))
-
-
-def outcome_only_reward(game: Any) -> float:
-    """The tiered reward without its shaping term: only what happened (solved on guess n, lost,
-    never played)."""
-    return outcome_reward(game.solved, len(game.guesses) if _played(game) > 0 else 0, 0.0)
-
-
-REWARD_FUNCTIONS: dict[str, Callable[[Any], float]] = {
-    REWARD_OUTCOME_ONLY: outcome_only_reward,
-    REWARD_LEGACY: legacy_reward,
-}
-
-
 def reward_variant_handler(variant: str, inner: Callable[..., Any] = rollout.run_rollout) -> Callable[..., Any]:
     """A handler that plays `inner` and reports the `variant` reward of the game it played.
 
@@ -331,9 +312,9 @@ def reward_variant_handler(variant: str, inner: Callable[..., Any] = rollout.run
     the game is handed to this handler's own observer (then to the caller's, if any), nothing
     process-wide; a rollout that never made a game (a malformed task) keeps the handler's own reward.
     """
-    if variant == REWARD_TIERED:
-        return inner
-    score = REWARD_FUNCTIONS[variant]
+    if variant == rewards.TIERED:
+        return inner  # the agent already reports the tiered reward
+    scorer = rewards.REWARDS[variant]
 
     def handler(payload: dict, model: rollout.ModelFactory, observer: rollout.GameObserver | None = None) -> Any:
         games: list[Any] = []
@@ -345,7 +326,7 @@ def reward_variant_handler(variant: str, inner: Callable[..., Any] = rollout.run
 
         result = inner(payload, model=model, observer=keep)
         if games and isinstance(result, dict) and "reward" in result:
-            result = {**result, "reward": float(score(games[-1]))}
+            result = {**result, "reward": float(scorer(games[-1]))}
         return result
 
     return handler
