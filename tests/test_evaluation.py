@@ -15,6 +15,8 @@ from mtrl_course.local import runner, service
 
 pytestmark = pytest.mark.filterwarnings("ignore:register_new_resolver:UserWarning")
 
+# Built at run time so no real-looking account ID is written in a committed file.
+REAL_LOOKING = "4" + "0" * 7 + "9876"
 TINY_RUN = {"global_batch_size": 32, "group_size": 4, "max_steps": 4, "val_every": 0}
 
 
@@ -62,6 +64,84 @@ def test_the_evaluator_is_used_only_where_it_carries_every_setting():
     assert evaluation.evaluator_carries(0.0)
     assert not evaluation.evaluator_carries(1.0)
     assert not evaluation.evaluator_carries(0.0, max_tokens=8192)
+
+
+class _RecordingSageMaker:
+    """The two calls `evaluate` makes before a job exists, and CreateJob recorded (no service)."""
+
+    created: list[dict] = []
+
+    def describe_hub_content(self, **kwargs):
+        return {"HubContentArn": "arn:aws:sagemaker:us-west-2:aws:hub-content/SageMakerPublicHub/Model/gpt-oss-20b"}
+
+    def create_job(self, **kwargs):
+        self.created.append(kwargs)
+        return {"JobArn": "arn:aws:sagemaker:us-west-2:111122223333:job/x"}
+
+
+@pytest.fixture
+def no_service(monkeypatch):
+    """`evaluate` up to CreateJob with nothing behind it: the request is recorded, the job "ends"."""
+    _RecordingSageMaker.created = []
+    monkeypatch.setattr(evaluation, "_sagemaker", _RecordingSageMaker)
+    monkeypatch.setattr(resources, "running_jobs", lambda session=None, category=None: [])
+    monkeypatch.setattr(resources, "set_reasoning_effort", lambda res, effort: None)
+    monkeypatch.setattr(evaluation, "_wait_job", lambda name: {"JobName": name})
+    monkeypatch.setattr(
+        evaluation,
+        "_results",
+        lambda describe, arn, pass_k: {"pass_at_1": 0.5, "mean_reward": 0.0, "prefill_tokens": 1, "sample_tokens": 1},
+    )
+    return types.SimpleNamespace(
+        runtime_arn="arn:aws:bedrock-agentcore:us-west-2:111122223333:runtime/WordleMTRL_WordleAgent-abc",
+        output_s3_uri="s3://mtrl-wordle-bucket/mtrl-wordle/run/output/",
+        mlflow_app_arn="arn:aws:sagemaker:us-west-2:111122223333:mlflow-app/app-x",
+        validation_s3_uri="s3://mtrl-wordle-bucket/mtrl-wordle/run/validation-data/val.jsonl",
+        job_role_arn="arn:aws:iam::111122223333:role/mtrl-wordle-job-role",
+    )
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_every_evaluation_caps_a_turn_at_the_training_value_by_default(no_service, temperature):
+    """The recipe's default cap (4096) cuts gpt-oss off mid-reasoning; training ran at 8192."""
+    result = evaluation.evaluate(no_service, "base", temperature=temperature, reasoning_effort="low")
+    assert result["via"] == "CreateJob"  # the only path that carries a cap
+    (request,) = _RecordingSageMaker.created
+    sent = json.loads(request["JobConfigDocument"])["EvaluationConfig"]["HyperParameters"]
+    assert sent["sampling_max_tokens"] == "8192" == str(training.WALKTHROUGH_OVERRIDES["sampling_max_tokens"])
+    assert evaluation.EVAL_MAX_TOKENS == 8192
+
+
+def test_a_pipeline_that_fails_before_its_job_falls_back_to_createjob_saying_why(no_service, monkeypatch, capsys):
+    """The evaluator accepted the job, then its pipeline failed before its Job step created the
+    evaluation job: nothing runs, so the same evaluation goes through CreateJob, with the reason."""
+
+    class FailedPipeline(_RecordingSageMaker):
+        def describe_pipeline_execution(self, PipelineExecutionArn):
+            return {"PipelineExecutionStatus": "Failed"}
+
+        def list_pipeline_execution_steps(self, PipelineExecutionArn):
+            reason = f"ClientError: AccessDenied on sagemaker:CreateJob for arn:aws:iam::{REAL_LOOKING}:role/r"
+            return {
+                "PipelineExecutionSteps": [
+                    {"StepName": "EvaluateBaseModel", "StepStatus": "Failed", "FailureReason": reason}
+                ]
+            }
+
+    monkeypatch.setattr(evaluation, "_sagemaker", FailedPipeline)
+    execution = "arn:aws:sagemaker:us-west-2:111122223333:pipeline/p/execution/e"
+    monkeypatch.setattr(evaluation, "_start_with_evaluator", lambda *a, **k: evaluation._job_of_pipeline(execution))
+    result = evaluation.evaluate(no_service, "base", temperature=0.0, reasoning_effort="low", max_tokens=None)
+    assert result["via"] == "CreateJob" and len(FailedPipeline.created) == 1
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if "pipeline failed" in line]
+    assert "EvaluateBaseModel: ClientError: AccessDenied on sagemaker:CreateJob" in line and REAL_LOOKING not in line
+    assert line.endswith("evaluating with CreateJob instead")
+    # Asked for by name, the evaluator's failure is raised, and nothing else is started.
+    with pytest.raises(evaluation.PipelineEndedBeforeJob, match="EvaluateBaseModel"):
+        evaluation.evaluate(
+            no_service, "base", temperature=0.0, reasoning_effort="low", max_tokens=None, via="evaluator"
+        )
+    assert len(FailedPipeline.created) == 1
 
 
 def test_one_evaluation_at_a_time(tmp_path, monkeypatch):
@@ -146,7 +226,8 @@ def _job(name: str) -> service.LocalJob:
 
 @pytest.mark.slow
 def test_temperature_zero_runs_through_multiturnrlevaluator(offline, trained):
-    result = evaluation.evaluate(offline, "base", temperature=0.0, reasoning_effort="low")
+    # At the recipe's own token cap (max_tokens=None), the one the evaluator carries.
+    result = evaluation.evaluate(offline, "base", temperature=0.0, reasoning_effort="low", max_tokens=None)
     assert result["via"] == "MultiTurnRLEvaluator" and result["job_name"].startswith("pipelines-")
     job = _job(result["job_name"])
     assert job.hyperparameters["temperature"] == 0.0 and job.config.input_model_package_arn is None
@@ -165,6 +246,7 @@ def test_other_temperatures_run_through_createjob_and_reach_the_policy(offline, 
     assert result["via"] == "CreateJob" and result["model"] == trained
     job = _job(result["job_name"])
     assert job.hyperparameters["temperature"] == 1.0 and job.hyperparameters["eval_group_size"] == 2
+    assert job.hyperparameters["sampling_max_tokens"] == evaluation.EVAL_MAX_TOKENS == 8192
     package = aws.session().client("sagemaker").describe_job(JobName=trained, JobCategory=training.JOB_CATEGORY)
     assert (
         job.config.input_model_package_arn
@@ -200,7 +282,21 @@ def test_a_failed_evaluation_says_why_on_both_paths(offline, trained):
     with pytest.raises(
         evaluation.EvaluationFailed, match="EvaluateBaseModel: ValidationException: Channel 'evaluation'"
     ):
-        evaluation.evaluate(offline, "base", temperature=0.0, reasoning_effort="low", dataset_uri=missing)
+        evaluation.evaluate(
+            offline,
+            "base",
+            temperature=0.0,
+            reasoning_effort="low",
+            dataset_uri=missing,
+            max_tokens=None,
+            via="evaluator",
+        )
+    # Chosen automatically, the pipeline's failure before its job falls back to CreateJob, which
+    # then says the same thing in its own words.
+    with pytest.raises(ClientError, match="no dataset file found"):
+        evaluation.evaluate(
+            offline, "base", temperature=0.0, reasoning_effort="low", dataset_uri=missing, max_tokens=None
+        )
     with pytest.raises(ClientError, match="no dataset file found"):
         evaluation.evaluate(offline, "base", temperature=1.0, reasoning_effort="low", dataset_uri=missing)
     with pytest.raises(ClientError, match="ResourceNotFound"):
@@ -217,7 +313,9 @@ def test_run_grid_evaluates_both_models_and_restores_the_effort(offline, trained
         ("base", "medium", 0.0),
         ("trained", "medium", 0.0),
     ]
-    assert frame.attrs["via"] == ["MultiTurnRLEvaluator", "MultiTurnRLEvaluator"]
+    # At the training cap (the default) only CreateJob carries the setting.
+    assert frame.attrs["via"] == ["CreateJob", "CreateJob"]
+    assert {_job(name).hyperparameters["sampling_max_tokens"] for name in frame.attrs["jobs"]} == {8192}
     solved = {r.model: r.pass_at_1 for r in frame.itertuples()}
     assert solved["trained"] > solved["base"]
     assert offline.reasoning_effort == "low" == offline.runtime.env["REASONING_EFFORT"]
@@ -298,7 +396,7 @@ def test_every_refusal_of_the_evaluator_falls_back_to_createjob_and_says_why(
     reason = next(setup)
     before = _evaluation_jobs()
     try:
-        result = evaluation.evaluate(offline, "base", temperature=0.0, reasoning_effort="low")
+        result = evaluation.evaluate(offline, "base", temperature=0.0, reasoning_effort="low", max_tokens=None)
     finally:
         next(setup, None)
     assert result["via"] == "CreateJob" and result["job_name"] == "fallback-job" and create_job_stub == ["07"]
@@ -314,7 +412,9 @@ def test_asked_for_by_name_the_evaluators_own_error_is_raised(offline, create_jo
     reason = next(setup)
     try:
         with pytest.raises(ValueError, match=reason):
-            evaluation.evaluate(offline, "base", temperature=0.0, reasoning_effort="low", via="evaluator")
+            evaluation.evaluate(
+                offline, "base", temperature=0.0, reasoning_effort="low", via="evaluator", max_tokens=None
+            )
     finally:
         next(setup, None)
     assert create_job_stub == []

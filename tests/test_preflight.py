@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from mtrl_course import config, preflight
+from mtrl_course import config, deploy, preflight
 from mtrl_course.curriculum import diagram as architecture
 from mtrl_course.preflight import FAIL, OK, STAND_IN, WARN, Facts
 
@@ -31,6 +31,7 @@ def good_live_facts(**changes) -> Facts:
         schema_versions=["1.0.0"],
         node_version="22.3.0",
         agentcore_cli="/usr/bin/agentcore",
+        agentcore_cli_version=deploy.CLI_VERSION,
         uv="/usr/bin/uv",
     )
     for key, value in changes.items():
@@ -109,6 +110,15 @@ def test_a_broken_live_environment_says_what_to_fix():
     assert found["Node.js (AgentCore CLI)"] == found["AgentCore CLI"] == WARN
     assert all(row.fix for row in rows if row.status in (FAIL, WARN))
     assert preflight.summary(rows).startswith("preflight: 5 failed")
+
+
+def test_an_agentcore_cli_of_another_version_is_a_warning_naming_the_tested_one():
+    rows = {row.check: row for row in preflight.judge(good_live_facts(agentcore_cli_version="0.31.0"))}
+    row = rows["AgentCore CLI"]
+    assert row.status == WARN and "0.31.0" in row.detail and deploy.CLI_VERSION in row.detail
+    assert row.fix.startswith(f"npm install -g @aws/agentcore@{deploy.CLI_VERSION}")
+    unknown = {r.check: r for r in preflight.judge(good_live_facts(agentcore_cli_version=None))}["AgentCore CLI"]
+    assert unknown.status == WARN and "--version" in unknown.detail
 
 
 def test_offline_rows_list_the_stand_ins_and_skip_the_live_tools():

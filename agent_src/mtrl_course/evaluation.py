@@ -18,13 +18,18 @@ Two ways to create an evaluation job, and why both are here:
   `sampling_max_tokens`. A temperature set on the evaluator is silently dropped and the job
   samples at the recipe default, 0.0 (measured offline; the public Wordle sample reports the
   same of the live service). So the evaluator is used only where everything asked for survives:
-  temperature 0.0 and the default token cap.
+  temperature 0.0 and the recipe's own token cap (`max_tokens=None`).
 - Otherwise a direct boto3 `create_job(JobCategory="AgentRFTEvaluation", ...)` with flat
   hyperparameter names, as the public sample does (`via="create_job"`).
+Every job caps each turn at `EVAL_MAX_TOKENS` unless told otherwise: the training value, 8192.
+The recipe's default, 4096, cuts gpt-oss off mid-reasoning, often before its first tool call (the
+public Wordle sample evaluates at 8192 for that reason), so by default every job goes through
+CreateJob, the one path that carries the cap.
 `via="auto"` (the default) picks per call; the result says which was used. When the evaluator
 refuses before it has started anything (the hub has no evaluation spec for the model, its role or
-caller check says no, its pipeline cannot be created or started), `via="auto"` prints the reason
-in one line and runs the same evaluation through CreateJob.
+caller check says no, its pipeline cannot be created or started), or its pipeline ends before it
+has created the evaluation job, `via="auto"` prints the reason in one line and runs the same
+evaluation through CreateJob: in neither case does an evaluation job exist yet.
 
 Reasoning effort is not a job setting: the agent reads REASONING_EFFORT from its runtime's
 environment. Changing it is a redeploy (`resources.set_reasoning_effort`), refused while any job
@@ -70,6 +75,13 @@ RECIPE_TEMPERATURE = 0.0
 SUCCESS_THRESHOLD = 1.0
 TEMPERATURE_RANGE = (0.0, 2.0)
 MAX_TOKENS_RANGE = (512, 8192)
+# The per-turn token cap of every evaluation job by default: the training job's value (the
+# walkthrough's override, the service's maximum). The recipe's default of 4096 cut gpt-oss off
+# mid-turn, often before its first tool call; the public Wordle sample's run_mtrl_eval.py sends
+# 8192 (`--max-tokens`, default 8192) and its lessons say to use the cap in training and
+# evaluation alike (anchors.md, sections 1.5 and 1.14). Evaluating at another cap than training
+# would measure the cap, not the training.
+EVAL_MAX_TOKENS: int = service_spec.WALKTHROUGH_OVERRIDES["sampling_max_tokens"]
 MAX_GROUP_SIZE = 32
 VIA_AUTO, VIA_EVALUATOR, VIA_CREATE_JOB = "auto", "evaluator", "create_job"
 VIA_LABELS = {VIA_EVALUATOR: "MultiTurnRLEvaluator", VIA_CREATE_JOB: "CreateJob"}
@@ -332,6 +344,11 @@ class EvaluatorRefused(RuntimeError):
     """MultiTurnRLEvaluator refused before it started anything; the message says why."""
 
 
+class PipelineEndedBeforeJob(EvaluationFailed):
+    """The evaluator's pipeline ended (a step failed) before its Job step created the evaluation
+    job: nothing bills and nothing will, so the same evaluation can run through CreateJob."""
+
+
 def _refusal_reason(error: Exception) -> str:
     """One line: the error's type and first line, account IDs masked."""
     text = str(error).strip().splitlines()[0] if str(error).strip() else ""
@@ -378,7 +395,7 @@ def _job_of_pipeline(execution_arn: str) -> str:
             reasons = (
                 "; ".join(f"{s['StepName']}: {s.get('FailureReason', 'no reason given')}" for s in failed) or status
             )
-            raise EvaluationFailed(
+            raise PipelineEndedBeforeJob(
                 f"the evaluator's pipeline ended before its evaluation job ran ({naming.mask_account(reasons)})"
             )
         if time.monotonic() > deadline:
@@ -433,7 +450,7 @@ def evaluate(
     eval_group_size: int = 1,
     pass_k: Sequence[int] = (1,),
     dataset_uri: str | None = None,
-    max_tokens: int | None = None,
+    max_tokens: int | None = EVAL_MAX_TOKENS,
     via: str = VIA_AUTO,
     notebook: str = DEFAULT_NOTEBOOK,
     echo: bool = False,
@@ -444,8 +461,9 @@ def evaluate(
     evaluated). `temperature` is the sampling temperature of every turn; `reasoning_effort` the
     runtime's REASONING_EFFORT (a redeploy if it differs; see the module docstring).
     `eval_group_size` rollouts are played per word (pass@k needs k of them); `dataset_uri`
-    defaults to the held-out validation words; `max_tokens` caps each turn (None: the recipe's
-    default). `via`: "auto", "evaluator" (MultiTurnRLEvaluator) or "create_job".
+    defaults to the held-out validation words; `max_tokens` caps each turn (default
+    EVAL_MAX_TOKENS, the training value; None: the recipe's default, 4096, the only cap the
+    evaluator carries). `via`: "auto", "evaluator" (MultiTurnRLEvaluator) or "create_job".
 
     Returns {model, job_name, via, reasoning_effort, temperature, eval_group_size, pass_at_1,
     pass_at_k, mean_reward, prefill_tokens, sample_tokens, mlflow_run_id, seconds}. Raises
@@ -495,6 +513,14 @@ def evaluate(
             # Nothing was started (see _start_with_evaluator), so CreateJob runs the same evaluation.
             print(f"MultiTurnRLEvaluator refused ({refusal}); evaluating with CreateJob instead", flush=True)
             via = VIA_CREATE_JOB
+        except PipelineEndedBeforeJob as ended:
+            if not chosen_automatically:
+                raise
+            # The pipeline is over and its Job step never created a job: nothing runs, so one
+            # CreateJob is still the only evaluation job. (A pipeline still running after
+            # PIPELINE_START_TIMEOUT_S may yet create one: that TimeoutError is raised, not retried.)
+            print(f"MultiTurnRLEvaluator's pipeline failed ({ended}); evaluating with CreateJob instead", flush=True)
+            via = VIA_CREATE_JOB
     if via == VIA_CREATE_JOB:
         name = _start_with_create_job(
             resources,
@@ -532,11 +558,13 @@ def run_grid(
     eval_group_size: int = 1,
     pass_k: Sequence[int] = (1,),
     dataset_uri: str | None = None,
+    max_tokens: int | None = EVAL_MAX_TOKENS,
     echo: bool = True,
 ) -> Any:
     """Evaluate every model at every (effort, temperature) setting, one job at a time.
 
-    `models` defaults to ("base", trained_job); rows name them "base" and "trained". Settings
+    `models` defaults to ("base", trained_job); rows name them "base" and "trained". Every job
+    caps each turn at `max_tokens` (default EVAL_MAX_TOKENS, the training value). Settings
     are run grouped by effort (one redeploy per effort). Live, settings whose effort differs
     from the deployed runtime's are skipped with a note (redeploy, then run them). Offline the
     runtime's effort is restored at the end. Returns a tidy DataFrame with columns
@@ -570,6 +598,7 @@ def run_grid(
                         eval_group_size=eval_group_size,
                         pass_k=pass_k,
                         dataset_uri=dataset_uri,
+                        max_tokens=max_tokens,
                     )
                     label = BASE if model == BASE else (TRAINED if model == trained_job else model)
                     rows.append(

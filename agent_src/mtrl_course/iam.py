@@ -29,9 +29,10 @@ import dataclasses
 import functools
 import json
 import re
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from mtrl_course import config, iam_decisions, service_spec
 from mtrl_course.naming import (
@@ -648,6 +649,95 @@ def ensure_runtime_role(
     )
     note = "offline stand-in for the role agentcore deploy creates live"
     return dataclasses.replace(report, notes=(note, *report.notes))
+
+
+# --- a role a service assumes right after it was created ------------------------------------------------
+# IAM is eventually consistent: a role created a moment ago may not yet be assumable by a service in
+# the Region (the IAM User Guide's troubleshooting page, "Changes that I make are not always
+# immediately visible"), and the service then refuses the call that hands it the role. The error's
+# exact wording per service is not in the course's sources (docs/LIVE_CHECKLIST.md, step 1); any
+# refusal whose message speaks of assuming the role counts. The wait is bounded (chosen, not
+# measured) and every retry is recorded, so `mtrl smoke` can report what the account did.
+ROLE_PROPAGATION_TIMEOUT_S = 120.0
+ROLE_PROPAGATION_POLL_S = 10.0
+ROLE_NOT_ASSUMABLE_CODES = ("ValidationException", "AccessDeniedException", "AccessDenied", "InvalidParameterValue")
+ROLE_NOT_ASSUMABLE_TEXT = re.compile(r"\bassum(e|ed|ing)\b", re.IGNORECASE)
+# What happened while waiting, newest last: (what, role ARN masked, seconds waited, the refusal).
+ROLE_PROPAGATION_LOG: list[dict[str, Any]] = []
+
+T = TypeVar("T")
+
+
+def _sleep(seconds: float) -> None:
+    """The wait between two tries (looked up at call time, so a test can replace it)."""
+    time.sleep(seconds)
+
+
+def is_role_not_assumable(error: BaseException) -> bool:
+    """A service's refusal that says it could not assume the role it was given."""
+    from mtrl_course import errors
+
+    return errors.aws_error_code(error) in ROLE_NOT_ASSUMABLE_CODES and bool(
+        ROLE_NOT_ASSUMABLE_TEXT.search(errors.aws_refusal(error))
+    )
+
+
+def call_with_new_role(
+    call: Callable[[], T],
+    role_arn: str,
+    *,
+    service: str,
+    what: str,
+    just_created: bool,
+    session: Any | None = None,
+    sleep: Callable[[float], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    timeout: float | None = None,
+    poll: float | None = None,
+    echo: Callable[[str], object] | None = print,
+) -> T:
+    """`call()`, retried while `service` cannot yet assume a role created just before.
+
+    A role that was not just created is never waited for: its refusal is real and raised at once.
+    For a new one, IAM's own waiter first confirms the role exists, then each refusal that speaks
+    of assuming the role is retried every `poll` seconds; after `timeout` seconds the last refusal
+    becomes an ActionableError naming the role and what to do.
+    """
+    from mtrl_course import errors
+
+    sleep = sleep or _sleep
+    timeout = ROLE_PROPAGATION_TIMEOUT_S if timeout is None else timeout
+    poll = ROLE_PROPAGATION_POLL_S if poll is None else poll
+    if just_created and session is not None:
+        role_name = role_arn.rsplit("/", 1)[-1]
+        session.client("iam").get_waiter("role_exists").wait(
+            RoleName=role_name, WaiterConfig={"Delay": 1, "MaxAttempts": 20}
+        )
+    started = clock()
+    while True:
+        try:
+            return call()
+        except Exception as error:
+            if not (just_created and is_role_not_assumable(error)):
+                raise
+            waited = clock() - started
+            refusal = mask_account(errors.aws_refusal(error))
+            ROLE_PROPAGATION_LOG.append(
+                {"what": what, "role": mask_account(role_arn), "waited_s": round(waited, 1), "refusal": refusal}
+            )
+            if waited >= timeout:
+                raise errors.ActionableError(
+                    f"{service} still cannot assume the new role {mask_account(role_arn)} {waited:.0f} s after it "
+                    f"was created ({refusal}); IAM changes can take longer to reach a service: run this again "
+                    "in a few minutes (the role is kept)"
+                ) from None
+            if echo is not None:
+                echo(
+                    f"{what}: {service} cannot assume the role created a moment ago yet ({refusal}); "
+                    f"IAM changes take a while to propagate, retrying in {poll:.0f} s "
+                    f"(at most {timeout:.0f} s)"
+                )
+            sleep(poll)
 
 
 # --- the caller's policy, simulated ---------------------------------------------------------------------

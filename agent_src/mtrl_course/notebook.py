@@ -11,7 +11,7 @@ the display helpers the lessons share:
 | `nb.save_figure(fig, "05_reward_curve")` | writes `figures/05_reward_curve.png` deterministically and shows it once |
 | `nb.table(rows)` | a short table (DataFrame, list of dicts or dict), rendered as HTML with a plain-text twin |
 | `nb.live_only("what it does", fn)` | runs `fn` only in live mode; offline it says what it would have done |
-| `nb.run_live("agentcore deploy")` | runs a shell command only in live mode; offline it prints the command |
+| `nb.run_live(commands.AGENTCORE_DEPLOY)` | runs an external command only in live mode, with no terminal (`commands.run`); offline it prints the command |
 | `nb.progress(iterable)` | a tqdm bar when a person is watching, the bare iterable in batch runs |
 
 Batch runs (`mtrl notebooks run`, nbval) set `BATCH_ENV_VAR` so progress bars stay out of the
@@ -22,12 +22,12 @@ that every notebook starts with exactly that cell.
 from __future__ import annotations
 
 import importlib.metadata
+import dataclasses
 import inspect
 import logging
 import os
 import re
 import shlex
-import subprocess
 import textwrap
 import sys
 import warnings
@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mtrl_course import config
+from mtrl_course import commands, config
+from mtrl_course.commands import Command
 from mtrl_course.curriculum import catalog
 
 T = TypeVar("T")
@@ -234,27 +235,27 @@ class NotebookContext:
         print(f"offline: skipped, live only: {description}")
         return offline() if offline is not None else None
 
-    def run_live(self, command: str | Sequence[str], cwd: Path | str | None = None) -> int | None:
-        """Run a shell step (`agentcore deploy`, `aws ...`) in live mode, streaming its output.
+    def run_live(self, command: Command | str | Sequence[str], cwd: Path | str | None = None) -> int | None:
+        """Run an external step (`commands.AGENTCORE_DEPLOY`, `aws ...`) in live mode, streaming its output.
 
         Offline it prints the command and returns None. Live it returns 0, or raises
-        RuntimeError naming the command when it fails. No shell: arguments are split like a
-        shell would, but pipes and variables are not interpreted.
+        CommandFailed (a RuntimeError) naming the command when it fails. A `commands.Command`
+        brings its folder and success codes; a string is split like a shell would (no pipes or
+        variables). Either way the program runs as `commands.run` starts it: no terminal.
         """
-        args = shlex.split(command) if isinstance(command, str) else list(command)
-        where = Path(cwd) if cwd is not None else self.root
-        shown = shlex.join(args)
+        if not isinstance(command, Command):
+            args = tuple(shlex.split(command) if isinstance(command, str) else command)
+            command = Command(args, str(Path(cwd) if cwd is not None else self.root))
+        elif cwd is not None:
+            command = dataclasses.replace(command, cwd=str(cwd))
+        where = command.where(self.root)
+        shown = command.shown()
         relative = where.resolve().relative_to(self.root) if where.resolve().is_relative_to(self.root) else where
         if not self.is_live:
             print(f"offline: would run `{shown}` in {relative.as_posix() or '.'}/")
             return None
         print(f"live: running `{shown}`")
-        with subprocess.Popen(args, cwd=where, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                print(line, end="")
-        if proc.returncode:
-            raise RuntimeError(f"`{shown}` exited with status {proc.returncode}; its output is above")
+        commands.run(command, root=self.root)
         return 0
 
 

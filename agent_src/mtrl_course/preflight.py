@@ -64,6 +64,7 @@ NOT_OFFERED_CODES = ("ResourceNotFound", "ValidationException")
 # The AgentCore CLI needs Node 20 or later (aws-docs.md §3.3).
 MIN_NODE_MAJOR = 20
 NODE_TIMEOUT_S = 10.0
+CLI_VERSION_TIMEOUT_S = 60.0  # node starting an 8 MB bundle on a busy machine
 # SageMaker Studio spaces carry this file; elsewhere it does not exist.
 STUDIO_METADATA_FILE = Path("/opt/ml/metadata/resource-metadata.json")
 
@@ -99,6 +100,7 @@ class Facts:
     schema_error: str | None = None
     node_version: str | None = None
     agentcore_cli: str | None = None
+    agentcore_cli_version: str | None = None  # what `agentcore --version` printed; None: not run
     uv: str | None = None
     versions: dict[str, str] = field(default_factory=dict)
 
@@ -261,6 +263,29 @@ def check_node(version: str | None) -> Check:
     )
 
 
+def check_agentcore_cli(path: str | None, version: str | None) -> Check:
+    """The CLI on PATH, at the version whose flags and terminal checks the course was tested with.
+
+    Another version may name its flags differently or prompt where 0.30.0 does not; the deploy
+    cell would then stop at once (docs/LIVE_CHECKLIST.md, External commands).
+    """
+    from mtrl_course import deploy
+
+    name = "AgentCore CLI"
+    install = f"npm install -g {deploy.CLI_NPM_PACKAGE}@{deploy.CLI_VERSION}"
+    if path is None:
+        return Check(name, WARN, "not on PATH", f"{install} (needed in notebook 02)")
+    if version == deploy.CLI_VERSION:
+        return Check(name, OK, f"{version} on PATH")
+    shown = version or "unknown (`agentcore --version` failed)"
+    return Check(
+        name,
+        WARN,
+        f"version {shown}; the course was tested with {deploy.CLI_VERSION}",
+        f"{install} (another version may take other flags)",
+    )
+
+
 def check_tool(name: str, path: str | None, install: str) -> Check:
     if path is None:
         return Check(name, WARN, "not on PATH", f"{install} (needed in notebook 02)")
@@ -328,7 +353,7 @@ def judge(facts: Facts) -> list[Check]:
         rows.append(check_quota(category, facts.running_jobs.get(category), facts.jobs_error))
     if facts.live:
         rows.append(check_node(facts.node_version))
-        rows.append(check_tool("AgentCore CLI", facts.agentcore_cli, "npm install -g @aws/agentcore"))
+        rows.append(check_agentcore_cli(facts.agentcore_cli, facts.agentcore_cli_version))
         rows.append(check_tool("uv", facts.uv, "install uv (https://docs.astral.sh/uv/)"))
     return rows
 
@@ -371,6 +396,19 @@ def _node_version() -> str | None:
         return None
     match = re.search(r"\d+(?:\.\d+)*", out.stdout)
     return match.group(0) if match else None
+
+
+def agentcore_cli_version() -> str | None:
+    """The version `agentcore --version` prints (commands.AGENTCORE_VERSION), or None if it fails."""
+    from mtrl_course import commands
+
+    try:
+        output = commands.run(commands.AGENTCORE_VERSION, echo=None, timeout=CLI_VERSION_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError, commands.CommandFailed):
+        return None
+    # The first run also prints a telemetry notice (to stderr, merged here): take the version line.
+    match = re.search(r"^\s*(\d+\.\d+\.\d+\S*)\s*$", output, re.MULTILINE)
+    return match.group(1) if match else None
 
 
 def running_jobs(session: Any) -> dict[str, int | None]:
@@ -433,6 +471,8 @@ def gather_facts(session: Any | None = None, *, live: bool | None = None) -> Fac
     if live:
         facts.node_version = _node_version()
         facts.agentcore_cli = shutil.which("agentcore")
+        if facts.agentcore_cli:
+            facts.agentcore_cli_version = agentcore_cli_version()
         facts.uv = shutil.which("uv")
     return facts
 

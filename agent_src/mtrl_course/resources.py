@@ -336,22 +336,40 @@ def ensure_mlflow_app(
             f"{MLFLOW_APP_ENV} to use one you have, and delete it in notebook 08."
         )
     bucket = bucket or storage.bucket_name(session)
-    role_arn = role_arn or ensure_mlflow_role(bucket, session=session, notebook=notebook).arn
+    role_created = False
+    if role_arn is None:
+        report = ensure_mlflow_role(bucket, session=session, notebook=notebook)
+        role_arn, role_created = report.arn, report.created
     sagemaker = session.client("sagemaker")
-    arn = sagemaker.create_mlflow_app(
-        Name=mlflow_app_name(),
-        ArtifactStoreUri=storage.s3_uri(bucket, f"{storage.course_prefix()}{MLFLOW_ARTIFACTS_DIR}/"),
-        RoleArn=role_arn,
-        Tags=naming.course_tags(notebook),
-    )["Arn"]
+    # A role created a moment ago may not be assumable by SageMaker yet (IAM is eventually
+    # consistent): iam.call_with_new_role waits for it, bounded, saying so.
+    arn = iam.call_with_new_role(
+        lambda: sagemaker.create_mlflow_app(
+            Name=mlflow_app_name(),
+            ArtifactStoreUri=storage.s3_uri(bucket, f"{storage.course_prefix()}{MLFLOW_ARTIFACTS_DIR}/"),
+            RoleArn=role_arn,
+            Tags=naming.course_tags(notebook),
+        )["Arn"],
+        str(role_arn),
+        service=iam.MLFLOW_SERVICE,
+        what="CreateMlflowApp",
+        just_created=role_created,
+        session=session,
+    )
     deadline = time.monotonic() + MLFLOW_CREATE_TIMEOUT_S
     while True:
         status = sagemaker.describe_mlflow_app(Arn=arn)["Status"]
         if status in MLFLOW_READY_STATUSES:
             return arn
         if status in MLFLOW_FAILED_STATUSES:
+            hint = (
+                "; its role was created just before it, and IAM may not have reached SageMaker yet: delete the app "
+                "(aws sagemaker delete-mlflow-app --arn <the ARN>) and run this again in a few minutes"
+                if role_created
+                else ""
+            )
             raise RuntimeError(
-                f"MLflow app {naming.mask_account(arn)} ended in status {status}; see the SageMaker AI console"
+                f"MLflow app {naming.mask_account(arn)} ended in status {status}; see the SageMaker AI console{hint}"
             )
         if time.monotonic() > deadline:
             raise TimeoutError(

@@ -232,7 +232,8 @@ NOTEBOOKS: tuple[Entry, ...] = (
         ),
         creates=(
             "evaluation jobs (billing stops when they end)",
-            "the evaluator's SageMaker pipeline",
+            "the evaluator's SageMaker pipeline, only if a job runs through MultiTurnRLEvaluator "
+            "(the grid's jobs do not)",
         ),
         cleaned_up_in=CLEANUP_NOTEBOOK,
         prerequisites=("05", "live: a finished training job (yours, or one your instructor started)"),
