@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 from mtrl_course.learner import grpo, sampler  # noqa: E402
 from mtrl_course.learner import model as lm  # noqa: E402
 from mtrl_course.learner.lora import Adapter  # noqa: E402
-from mtrl_course.learner.optim import AdamW  # noqa: E402
+from mtrl_course.rl.optim import AdamW  # noqa: E402
 from mtrl_course.learner.tokenizer import VOCAB_SIZE  # noqa: E402
 
 

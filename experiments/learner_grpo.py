@@ -233,7 +233,7 @@ def train_batch(
     """
     import copy
 
-    from mtrl_course.local.grpo import SCALE_BY_STD, group_advantages
+    from mtrl_course.rl.advantages import GRPO, group_advantages
     from mtrl_course.learner import grpo as learner_grpo
     from mtrl_course.learner.threads import one_blas_thread
     from mtrl_course.local.learner_lane import starting_adapter
@@ -311,7 +311,9 @@ def train_batch(
             rewards = np.array([score(g.game) for g in games])
             advantages = np.concatenate(
                 [
-                    group_advantages(rewards[i * hp.group_size : (i + 1) * hp.group_size], scale_by_std=SCALE_BY_STD)
+                    group_advantages(
+                        rewards[i * hp.group_size : (i + 1) * hp.group_size], scale_by_std=GRPO.scale_by_std
+                    )
                     for i in range(prompts)
                 ]
             )

@@ -32,7 +32,9 @@ SRC = ROOT / "agent_src"
 FLOAT_PATHS = [
     "mtrl_course/learner/model.py",
     "mtrl_course/learner/lora.py",
-    "mtrl_course/learner/optim.py",
+    "mtrl_course/rl/optim.py",
+    "mtrl_course/rl/objective.py",
+    "mtrl_course/rl/advantages.py",
     "mtrl_course/learner/grpo.py",
     "mtrl_course/learner/pretrain.py",
     "mtrl_course/learner/sampler.py",

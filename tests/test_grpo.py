@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from mtrl_course import service_spec
+from mtrl_course import numerics, service_spec
 from mtrl_course.errors import ServiceError
 from mtrl_course.local import grpo
 from mtrl_course.local.stand_in_policy import (
@@ -86,8 +86,8 @@ def test_an_update_moves_the_log_probability_with_the_advantage(advantage):
     adapter = Adapter()
     trace = make_trace(adapter.vector(), chosen=4)
     before = logp(adapter.vector(), trace)
-    optimizer = grpo.Adam(grpo.GRPOConfig())
-    result = grpo.update(adapter, [grpo.TrajectorySample(advantage, [trace])], optimizer, step=1)
+    optimizer = grpo.optimizer(grpo.GRPOConfig())
+    result = grpo.update(adapter, [grpo.TrajectorySample(advantage, [trace])], optimizer, 1, grpo.GRPOConfig())
     after = logp(result.adapter.vector(), trace)
     assert (after - before) * advantage > 0
     assert result.adapter.step == 1 and result.stats.trajectories_used == 1
@@ -96,8 +96,8 @@ def test_an_update_moves_the_log_probability_with_the_advantage(advantage):
 def test_zero_advantage_batches_change_nothing():
     adapter = Adapter()
     trace = make_trace(adapter.vector(), chosen=1)
-    optimizer = grpo.Adam(grpo.GRPOConfig())
-    result = grpo.update(adapter, [grpo.TrajectorySample(0.0, [trace])] * 4, optimizer, step=1)
+    optimizer = grpo.optimizer(grpo.GRPOConfig())
+    result = grpo.update(adapter, [grpo.TrajectorySample(0.0, [trace])] * 4, optimizer, 1, grpo.GRPOConfig())
     assert np.array_equal(result.adapter.vector(), adapter.vector())
     assert optimizer.t == 0 and result.stats.trajectories_used == 0
 
@@ -150,9 +150,9 @@ def test_updates_are_deterministic():
         batch.append(grpo.TrajectorySample(float(advantage), traces))
     results = []
     for _ in range(2):
-        optimizer, current = grpo.Adam(grpo.GRPOConfig()), adapter
+        optimizer, current = grpo.optimizer(grpo.GRPOConfig()), adapter
         for step in range(1, 4):
-            current = grpo.update(current, batch, optimizer, step).adapter
+            current = grpo.update(current, batch, optimizer, step, grpo.GRPOConfig()).adapter
         results.append(current.vector())
     assert results[0].tobytes() == results[1].tobytes()
     assert not np.array_equal(results[0], adapter.vector())
@@ -217,24 +217,50 @@ def test_the_update_defaults_to_the_service_table_and_takes_every_service_knob_f
 
 
 def test_adam_reads_the_jobs_hyperparameters_as_they_are_and_steps_as_from_a_config():
-    # The runner hands Adam the job's typed hyperparameters (no GRPOConfig between them and the
-    # learning rate); the step is the one a config with the same values takes, bit for bit.
+    # The runner builds Adam from the job's typed hyperparameters (no GRPOConfig between them and
+    # the learning rate); the step is the one a config with the same values takes, bit for bit.
     hp = service_spec.TrainingHyperparameters.resolve({"learning_rate": "3e-5", "adam_grad_clip_norm": "0.5"})
-    from_hp, from_config = grpo.Adam(hp), grpo.Adam(grpo.GRPOConfig.from_training(hp))
-    assert from_hp.config is hp
-    assert grpo.adam_step_size(hp) == grpo.GRPOConfig.from_training(hp).step_size
+    from_hp, from_config = grpo.optimizer(hp), grpo.optimizer(grpo.GRPOConfig.from_training(hp))
+    assert from_hp.learning_rate == grpo.adam_step_size(hp) == grpo.GRPOConfig.from_training(hp).step_size
+    assert from_hp.grad_clip_norm == 0.5
     rng = np.random.default_rng(3)
     vector = rng.normal(size=12)
     for _ in range(3):
-        grad = rng.normal(size=12)
-        stepped = from_hp.step(vector, grad)
-        assert np.array_equal(stepped, from_config.step(vector, grad))
-        vector = stepped
+        grad = {"adapter": rng.normal(size=12)}
+        stepped, _ = from_hp.step({"adapter": vector}, grad)
+        assert np.array_equal(stepped["adapter"], from_config.step({"adapter": vector}, grad)[0]["adapter"])
+        vector = stepped["adapter"]
 
 
-def test_an_update_with_adam_from_hyperparameters_needs_the_gradients_config():
-    hp = service_spec.TrainingHyperparameters.resolve()
+def test_the_one_adam_steps_as_the_stand_ins_own_ascent_did_bit_for_bit():
+    # Before the RL core had one optimizer, the stand-in's Adam ascended with this arithmetic; the
+    # shared AdamW, handed -grad, must give the same bits (the stored results were made with it).
+    config = grpo.GRPOConfig(adam_grad_clip_norm=0.5, adam_weight_decay=0.01)
+    lr, b1, b2, eps = grpo.adam_step_size(config), config.adam_beta1, config.adam_beta2, config.adam_eps
+    rng = np.random.default_rng(5)
+    vector, m, v = rng.normal(size=20), np.zeros(20), np.zeros(20)
+    shared, ours = grpo.optimizer(config), vector.copy()
+    for t in range(1, 6):
+        grad = rng.normal(size=20) * (3.0 if t % 2 else 0.1)  # clipped on odd steps
+        length = numerics.norm(grad)
+        clipped = grad * (config.adam_grad_clip_norm / length) if length > config.adam_grad_clip_norm else grad
+        m = b1 * m + (1 - b1) * clipped
+        v = b2 * v + (1 - b2) * clipped**2
+        m_hat, v_hat = m / (1 - b1**t), v / (1 - b2**t)
+        vector = vector * (1 - lr * config.adam_weight_decay) + lr * m_hat / (np.sqrt(v_hat) + eps)
+        ours = shared.step({"adapter": ours}, {"adapter": -grad})[0]["adapter"]
+        assert ours.tobytes() == vector.tobytes(), t
+
+
+def test_dr_grpos_estimator_is_one_switch_for_the_stand_in():
+    # Mean-only advantages (no std scaling) and the turns summed instead of averaged.
+    from mtrl_course.rl.advantages import DR_GRPO, GRPO
+
+    rewards = [1.5, -0.5, 0.2]
+    assert np.allclose(grpo.group_advantages(rewards, scale_by_std=DR_GRPO.scale_by_std), np.subtract(rewards, 0.4))
     adapter = Adapter()
-    with pytest.raises(TypeError, match="GRPOConfig"):
-        grpo.update(adapter, [], grpo.Adam(hp), step=1)
-    assert grpo.update(adapter, [], grpo.Adam(hp), step=1, config=grpo.GRPOConfig.from_training(hp)).step_norm == 0.0
+    traces = [make_trace(adapter.vector(), chosen=c, seed=c) for c in (1, 2, 3)]
+    batch = [grpo.TrajectorySample(0.7, traces)]
+    summed, _ = grpo.policy_gradient(adapter.vector(), batch, grpo.GRPOConfig(estimator=DR_GRPO))
+    averaged, _ = grpo.policy_gradient(adapter.vector(), batch, grpo.GRPOConfig(estimator=GRPO))
+    assert np.allclose(summed, 3 * averaged)

@@ -9,7 +9,7 @@ import pytest
 from mtrl_course.learner import grpo
 from mtrl_course.learner import model as lm
 from mtrl_course.learner.lora import Adapter
-from mtrl_course.learner.optim import AdamW
+from mtrl_course.rl.optim import AdamW
 
 pytestmark = pytest.mark.floats
 
@@ -135,3 +135,28 @@ def test_positive_advantage_raises_the_sampled_tokens_probability():
     )
     new, _ = grpo.update(params, TINY, adapter, [fresh], AdamW(1e-2), step=1)
     assert logp(new) > logp(adapter)
+
+
+def test_dr_grpos_estimator_weighs_every_token_by_one_constant():
+    # GRPO: a token of game i weighs A_i / |o_i|; Dr. GRPO (the one switch, rl.advantages.DR_GRPO):
+    # A_i / L for every game, L the most tokens a game can sample. The gradient is then the GRPO
+    # gradient with each game rescaled by |o_i| / L, which the finite-difference loss confirms.
+    rng, params, adapter = setup(4)
+    batch = [game(rng, 1.0, turns=1), game(rng, -0.5, turns=3, shared=False)]
+    length = grpo.length_constant(None)
+    grads_dr, _ = grpo.objective_gradient(params, TINY, adapter, batch, length=length)
+    rescaled = [grpo.Sample(s.advantage * sum(len(t.tokens) for t in s.turns) / length, s.turns) for s in batch]
+    grads_equiv, _ = grpo.objective_gradient(params, TINY, adapter, rescaled)
+    for name in grads_dr:
+        np.testing.assert_allclose(grads_dr[name], grads_equiv[name], rtol=1e-9, atol=1e-15)
+    grads_grpo, _ = grpo.objective_gradient(params, TINY, adapter, batch)
+    assert any(not np.allclose(grads_grpo[n], grads_dr[n]) for n in grads_dr)
+    # The switch reaches the update: the same step with each estimator moves the adapter differently.
+    from mtrl_course.rl.advantages import DR_GRPO, GRPO
+
+    moved = {}
+    for estimator in (GRPO, DR_GRPO):
+        new, stats = grpo.update(params, TINY, adapter, batch, AdamW(1e-2), 1, estimator=estimator)
+        moved[estimator.name] = new.tensors()
+        assert stats.games_used == 2
+    assert any(not np.array_equal(moved["grpo"][n], moved["dr_grpo"][n]) for n in moved["grpo"])

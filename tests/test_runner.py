@@ -449,3 +449,16 @@ def test_outcome_only_ignores_seeded_guesses_when_the_policy_never_played():
 def test_runner_options_name_a_bad_reward_variant(options, problem):
     with pytest.raises(ValueError, match=problem):
         runner.RunnerOptions(**options)
+
+
+def test_the_estimator_is_one_runner_option_for_either_learner():
+    from mtrl_course.rl.advantages import DR_GRPO
+
+    assert runner.RunnerOptions().estimator == "grpo"
+    assert runner.RunnerOptions(estimator="dr_grpo").estimator == "dr_grpo"
+    with pytest.raises(ValueError, match="estimator 'ppo' is not one of \\('grpo', 'dr_grpo'\\)"):
+        runner.RunnerOptions(estimator="ppo")
+    hp = service_spec.TrainingHyperparameters.resolve()
+    from mtrl_course.local import grpo
+
+    assert grpo.GRPOConfig.from_training(hp, estimator=DR_GRPO).estimator is DR_GRPO

@@ -2,8 +2,8 @@
 
 One step: draw `tasks_per_step` tasks, play each `group_size` times (a GRPO group), score every
 rollout with the composite reward, turn each group's rewards into advantages with the same
-`group_advantages` the Wordle stand-in uses (r - mean) / (std + eps), and take one Adam ascent
-step on E[A * mean over turns of d log pi / dW]. A group whose rewards all tie has advantage
+`group_advantages` the Wordle stand-in uses (r - mean) / (std + eps), and take one Adam step
+(`rl.optim.AdamW`, the course's one optimizer) up E[A * mean over turns of d log pi / dW]. A group whose rewards all tie has advantage
 zero and contributes nothing: that is how a dead component, or a collapsed policy, stops
 learning while the curves can still look calm.
 
@@ -25,9 +25,11 @@ from coding_agent import instrumentation, tasks as task_set
 from coding_agent.env import CodingEnv, EnvConfig, Rollout
 from coding_agent.policy import CoderPolicy, log_prob_gradient
 from coding_agent.reward import MAX_MAGNITUDE, TAUGHT, RewardSpec
-from mtrl_course.local.grpo import Adam, GRPOConfig, group_advantages
+from mtrl_course.local.grpo import GRPOConfig, optimizer as standin_optimizer
 from mtrl_course.local.stand_in_policy import ADAPTER_SCALE
 from mtrl_course.numerics import norm
+from mtrl_course.rl.advantages import group_advantages
+from mtrl_course.rl.optim import AdamW
 
 # --- every hyperparameter, at the top -----------------------------------------------------------
 STEPS = 30
@@ -100,11 +102,11 @@ def play(
     return env.rollout
 
 
-def _adam(step_size: float) -> Adam:
-    # grpo.Adam scales its step by lr x alpha / rank x ADAPTER_SCALE (the Wordle adapter's units);
-    # this learning rate makes the step exactly `step_size` here.
+def _adam(step_size: float) -> AdamW:
+    # The stand-in's Adam scales its step by lr x alpha / rank x ADAPTER_SCALE (the Wordle
+    # adapter's units); this learning rate makes the step `step_size` here.
     base = GRPOConfig()
-    return Adam(GRPOConfig(learning_rate=step_size * base.lora_rank / (base.lora_alpha * ADAPTER_SCALE)))
+    return standin_optimizer(GRPOConfig(learning_rate=step_size * base.lora_rank / (base.lora_alpha * ADAPTER_SCALE)))
 
 
 def train(
@@ -138,7 +140,9 @@ def train(
         row["grad_norm"] = norm(gradient)
         result.history.append(row)
         if gradient.any():
-            policy.weights = optimizer.step(policy.weights.ravel(), gradient.ravel()).reshape(policy.weights.shape)
+            # Adam descends: the ascent direction goes in negated.
+            stepped, _ = optimizer.step({"weights": policy.weights.ravel()}, {"weights": -gradient.ravel()})
+            policy.weights = stepped["weights"].reshape(policy.weights.shape)
         spec = _downweight(spec, config, result, step)
         result.last_batch = [r for g in groups for r in g]
     result.weights = policy.weights

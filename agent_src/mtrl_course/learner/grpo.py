@@ -27,9 +27,12 @@ One training step of the local MTRL service with the learner as the policy:
    and the model's backward pass carries it to the adapter. With one update per batch of fresh
    samples, rho = 1 everywhere on the first pass and clipping does not bite; it does when
    samples come from an older adapter (the service's `max_steps_off_policy`).
-   Normalisation: GRPO's 1/|o_i| (each game weighs the same, however many tokens it wrote),
-   then the mean over every game of the batch (zero-advantage games included, as the stand-in's
-   update counts them).
+   Normalisation: GRPO's 1/|o_i| (each game weighs the same, however many tokens it wrote), or
+   with Dr. GRPO's estimator (`rl.advantages.Estimator`, one switch for both learners) one
+   constant for every game, the most tokens a game can sample (`length_constant`); then the mean
+   over every game of the batch (zero-advantage games included, as the stand-in's update counts
+   them). Which tokens' gradients are dropped by the clip is `rl.objective.ratio_weights`, shared
+   with the stand-in.
 4. The KL term. The service's documentation names no KL coefficient and does not say whether
    there is one, against which reference, or with which estimator. Chosen here: the k3 estimator
    (Schulman) against the base model (the adapter switched off), per sampled token,
@@ -37,7 +40,7 @@ One training step of the local MTRL service with the learner as the policy:
    weighted by `KL_COEF`, which defaults to 0: recent GRPO recipes (DAPO, Dr. GRPO, TRL's default)
    drop it, and the base's reference forward pass would double the cost of a step. Set it above
    0 to see what it does; the code path is tested.
-5. Adam (`learner.optim.AdamW`, the service's beta1, beta2, eps and gradient-norm clip) takes
+5. Adam (`rl.optim.AdamW`, the one optimizer; the service's beta1, beta2, eps and gradient-norm clip) takes
    one step on the adapter's A and B matrices; the base never changes. Its step size is the
    job's `learning_rate` times `LR_SCALE`: the service's rates (up to 1e-2; its documented
    default 4e-5) are meant for the LoRA of a 20-billion-parameter model; on this 128-wide model,
@@ -63,10 +66,13 @@ import numpy as np
 
 from mtrl_course.learner import model as lm
 from mtrl_course.learner.lora import Adapter
-from mtrl_course.learner.optim import AdamW
 from mtrl_course.learner.tokenizer import PAD
 from mtrl_course.service_spec import TRAINING_SPEC, TrainingHyperparameters
 from mtrl_course.numerics import exp
+from mtrl_course.rl.advantages import GRPO, Estimator
+from mtrl_course.rl.objective import ratio_weights
+from mtrl_course.rl.optim import AdamW
+from wordle_agent.game import MAX_TOOL_CALLS
 
 # The clip bounds' defaults are the service's (stated once, in service_spec); a job's own come
 # with its hyperparameters (`update(..., hyperparameters=...)`).
@@ -112,13 +118,15 @@ class Sequence_:
     advantage: float
 
 
-def sequences(sample: Sample) -> list[Sequence_]:
-    """The fewest sequences that hold every sampled token of a game with its exact context."""
+def sequences(sample: Sample, length: float | None = None) -> list[Sequence_]:
+    """The fewest sequences that hold every sampled token of a game with its exact context.
+
+    Each token's weight is A_i / |o_i| (GRPO), or A_i / `length` when a constant is given (Dr. GRPO)."""
     turns = [t for t in sample.turns if t.tokens]
     total = sum(len(t.tokens) for t in turns)
     if not turns or total == 0:
         return []
-    weight = sample.advantage / total
+    weight = sample.advantage / (total if length is None else length)
     out: list[Sequence_] = []
     current: list[int] = []
     positions: list[int] = []
@@ -162,14 +170,17 @@ def objective_gradient(
     clip_low: float = CLIP_LOW_THRESHOLD,
     clip_high: float = CLIP_HIGH_THRESHOLD,
     kl_coef: float = KL_COEF,
+    length: float | None = None,
 ) -> tuple[dict[str, np.ndarray], StepStats]:
-    """The gradient of the loss -J (descend it) with respect to the adapter's A and B matrices."""
+    """The gradient of the loss -J (descend it) with respect to the adapter's A and B matrices.
+
+    `length`: None for GRPO's 1/|o_i|, or Dr. GRPO's constant (`length_constant`)."""
     stats = StepStats(games=len(batch))
     seqs = []
     for sample in batch:
         if sample.advantage == 0:
             continue
-        found = sequences(sample)
+        found = sequences(sample, length)
         if found:
             stats.games_used += 1
             seqs += found
@@ -193,13 +204,13 @@ def objective_gradient(
             picked = s.tokens[s.positions]
             new = logp[i, rows, picked]
             ratio = exp(np.minimum(new - s.old_logprobs, MAX_LOG_RATIO))
-            clipped = (s.advantage > 0) & (ratio > clip_high) | (s.advantage < 0) & (ratio < clip_low)
+            weights, clipped = ratio_weights(ratio, s.advantage, "ppo", clip_low, clip_high)
             stats.clipped_tokens += int(clipped.sum())
             stats.sampled_tokens += len(picked)
             surrogate = np.minimum(ratio * s.advantage, np.clip(ratio, clip_low, clip_high) * s.advantage)
             stats.loss -= float(surrogate.sum()) * s.weight / s.advantage * scale
             # d(-J)/d logp_new per token: -(A / |o_i|) rho where unclipped, 0 where clipped.
-            d_new = np.where(clipped, 0.0, -ratio * s.weight)
+            d_new = -weights * s.weight
             if reference is not None:
                 ref = reference[i, rows, picked]
                 kl = exp(ref - new) - (ref - new) - 1
@@ -246,6 +257,12 @@ def optimizer(hyperparameters: TrainingHyperparameters) -> AdamW:
     )
 
 
+def length_constant(hyperparameters: TrainingHyperparameters | None) -> int:
+    """Dr. GRPO's constant normaliser: the most tokens a game can sample (its turns times the cap)."""
+    per_turn = hyperparameters.sampling_max_tokens if hyperparameters is not None else 64
+    return MAX_TOOL_CALLS * per_turn
+
+
 def update(
     params: Mapping[str, np.ndarray],
     config: lm.ModelConfig,
@@ -254,12 +271,14 @@ def update(
     optimizer: AdamW,
     step: int,
     hyperparameters: TrainingHyperparameters | None = None,
+    estimator: Estimator = GRPO,
     **objective: float,
 ) -> tuple[Adapter, StepStats]:
     """One GRPO step: the batch's gradient, then one Adam step on the adapter (if any game counted).
 
     A job's `hyperparameters` give the clip bounds; `objective` (clip_low, clip_high, kl_coef) sets
-    them by hand instead.
+    them by hand instead. `estimator` decides the length normalisation (its advantages were made
+    with the same estimator by the caller).
     """
     if hyperparameters is not None:
         objective = {
@@ -267,7 +286,8 @@ def update(
             "clip_high": hyperparameters.clip_high_threshold,
             **objective,
         }
-    grads, stats = objective_gradient(params, config, adapter, batch, **objective)
+    length = None if estimator.length_normalised else length_constant(hyperparameters)
+    grads, stats = objective_gradient(params, config, adapter, batch, length=length, **objective)
     if not stats.games_used:
         return adapter.with_tensors(adapter.tensors(), step=step), stats
     new, stats.grad_norm = optimizer.step(adapter.tensors(), grads)

@@ -18,7 +18,7 @@ import numpy as np
 
 from mtrl_course.learner import model as lm
 from mtrl_course.learner.corpus import Example
-from mtrl_course.learner.optim import AdamW
+from mtrl_course.rl.optim import AdamW
 from mtrl_course.learner.tokenizer import PAD
 from mtrl_course.numerics import exp
 

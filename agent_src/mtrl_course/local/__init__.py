@@ -402,8 +402,9 @@ def stand_in_efforts() -> Mapping[str, Effort]:
 
 
 def group_advantages(rewards: Sequence[float] | np.ndarray) -> np.ndarray:
-    """One group's advantages as the offline service computes them (`local.grpo.group_advantages`:
-    (r_i - mean(r)) / (std(r) + eps), all zero when the rewards tie); a numpy array."""
-    from mtrl_course.local.grpo import group_advantages as advantages
+    """One group's advantages as the offline service computes them by default (GRPO's estimator,
+    `rl.advantages.group_advantages`: (r_i - mean(r)) / (std(r) + eps), all zero when the rewards
+    tie); a numpy array."""
+    from mtrl_course.rl.advantages import group_advantages as advantages
 
     return advantages([float(r) for r in rewards])

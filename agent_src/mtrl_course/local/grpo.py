@@ -3,11 +3,10 @@
 One training step of the local MTRL service:
 
 1. Each prompt was played `group_size` times. Its rewards r_1..r_G become advantages relative to
-   the group: A_i = (r_i - mean(r)) / (std(r) + eps). That is GRPO's normalisation; the service
-   calls its default `advantage_method` "group_based" without saying whether it divides by the
-   std, so `scale_by_std=False` (Dr. GRPO: only subtract the mean, which avoids favouring prompts
-   whose rewards barely differ) is one switch away. `rloo` (leave-one-out baseline) is also here.
-   A group whose rewards are all equal gets A = 0 everywhere: it teaches nothing and is counted.
+   the group (`rl.advantages.group_advantages`, shared with every learner): GRPO's
+   A_i = (r_i - mean(r)) / (std(r) + eps) by default, Dr. GRPO's mean-only advantage with the
+   estimator switch (`GRPOConfig.estimator`, `rl.advantages.Estimator`). A group whose rewards are
+   all equal gets A = 0 everywhere: it teaches nothing and is counted.
 2. Every turn of every trajectory recorded a `policy_trace` (the candidates' features, the chosen
    candidate and format, the temperature, the log-probability when sampled). The stand-in is a
    softmax-linear policy, so the gradient of log pi needs no autograd:
@@ -16,18 +15,15 @@ One training step of the local MTRL service:
        d log pi(format f) / d format logits = (onehot(f) - pi_format) / T
    plus the drift term's share: the raw-text logit also depends on the adapter weights' norm
    (`policy.format_drift_gradient`).
-   A trajectory's gradient is A_i times the mean of its turns' gradients (GRPO's 1/|o_i|); the
-   batch gradient is the mean over trajectories.
-3. PPO-style clipping (`loss_fn`): the ratio pi_new/pi_old of each turn is compared with
-   [clip_low_threshold, clip_high_threshold]; "ppo" drops turns whose ratio is already past the
-   bound in the advantage's direction, "importance_sampling" weights by the raw ratio, "cispo"
-   by the clipped ratio. With one update per batch of fresh samples the ratio is 1, so clipping
-   only bites when samples come from an older adapter.
-4. Adam (with the service's beta1, beta2, eps, decoupled weight decay and gradient-norm clipping)
-   takes one ascent step on the adapter. Its step is learning_rate x lora_alpha / lora_rank x
-   `stand_in_policy.ADAPTER_SCALE` (see the policy's docstring for why the scale exists). The runner hands
-   it the job's typed hyperparameters as they are (`Adam(hp)`): the learning rate goes from the
-   service's `TrainingHyperparameters` to the optimizer with no copy between.
+   A trajectory's gradient is A_i times the mean of its turns' gradients (GRPO's 1/|o_i|; with
+   Dr. GRPO's estimator, their sum); the batch gradient is the mean over trajectories.
+3. Clipping (`loss_fn`, `rl.objective.ratio_weights`, shared with every learner): the ratio
+   pi_new/pi_old of each turn is compared with [clip_low_threshold, clip_high_threshold].
+4. Adam (`rl.optim.AdamW`, the one optimizer: the service's beta1, beta2, eps, decoupled weight
+   decay and gradient-norm clipping) takes one step down -J on the adapter. Its step is
+   learning_rate x lora_alpha / lora_rank x `stand_in_policy.ADAPTER_SCALE` (see the policy's
+   docstring for why the scale exists): `optimizer(hp)` reads the job's typed hyperparameters
+   as they are.
 
 Everything is numpy in a fixed order, so the same batch gives the same update, bit for bit.
 """
@@ -36,12 +32,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
 from mtrl_course.numerics import matvec, norm
+from mtrl_course.rl.advantages import (  # noqa: F401 - the stand-in's trainers read them here
+    ADVANTAGE_EPS,
+    ADVANTAGE_METHOD,
+    GRPO,
+    IMPLEMENTED_METHODS,
+    Estimator,
+    group_advantages,
+)
+from mtrl_course.rl.objective import ratio_weights
+from mtrl_course.rl.optim import AdamW, every_array
 from mtrl_course.service_spec import LOSS_FUNCTIONS, TrainingHyperparameters, training_defaults
 from mtrl_course.local.stand_in_policy import (
     ADAPTER_SCALE,
@@ -56,18 +62,8 @@ from mtrl_course.local.stand_in_policy import (
     softmax,
 )
 
-# --- the service's hyperparameters: defaults from service_spec.TRAINING_SPEC, stated there once ----
 _SERVICE = training_defaults()
-ADVANTAGE_METHOD: str = _SERVICE["advantage_method"]  # "group_based" or "rloo" run; others fall back
-# --- the update's own knobs (not service hyperparameters) ---------------------------------------
-SCALE_BY_STD = True  # GRPO; False is Dr. GRPO's mean-only advantage
-ADVANTAGE_EPS = 1e-6  # keeps (r - mean) / (std + eps) finite when a group's std is 0
-MEAN_OVER_TURNS = True  # GRPO's 1/|o_i|; False sums the turns (Dr. GRPO's constant normaliser)
-# Two rewards closer than this are equal (a group of them has zero advantage).
-REWARD_TIE = 1e-9
 MAX_LOG_RATIO = 50.0
-
-IMPLEMENTED_METHODS = ("group_based", "rloo")
 
 
 class OptimizerSettings(Protocol):
@@ -106,7 +102,7 @@ class GRPOConfig:
     """
 
     advantage_method: str = ADVANTAGE_METHOD
-    scale_by_std: bool = SCALE_BY_STD
+    estimator: Estimator = GRPO
     advantage_eps: float = ADVANTAGE_EPS
     loss_fn: str = _SERVICE["loss_fn"]
     clip_low_threshold: float = _SERVICE["clip_low_threshold"]
@@ -119,7 +115,6 @@ class GRPOConfig:
     adam_eps: float = _SERVICE["adam_eps"]
     adam_weight_decay: float = _SERVICE["adam_weight_decay"]
     adam_grad_clip_norm: float = _SERVICE["adam_grad_clip_norm"]
-    mean_over_turns: bool = MEAN_OVER_TURNS
 
     def __post_init__(self) -> None:
         if self.loss_fn not in LOSS_FUNCTIONS:
@@ -152,32 +147,6 @@ class GRPOConfig:
             "adam_grad_clip_norm": hp.adam_grad_clip_norm,
         }
         return cls(**{**values, **overrides})
-
-
-# --- 1. advantages -------------------------------------------------------------------------------
-
-
-def group_advantages(
-    rewards: Sequence[float],
-    *,
-    method: str = ADVANTAGE_METHOD,
-    scale_by_std: bool = SCALE_BY_STD,
-    eps: float = ADVANTAGE_EPS,
-) -> np.ndarray:
-    """Advantages of one group's rollouts, relative to the group (all zero if the rewards tie)."""
-    r = np.asarray(rewards, dtype=float)
-    if r.size == 0:
-        return r
-    if r.size == 1 or float(r.max() - r.min()) <= REWARD_TIE:
-        return np.zeros_like(r)
-    if method == "rloo":
-        # Each rollout against the mean of the others: (G / (G - 1)) (r_i - mean).
-        centred = (r - r.mean()) * r.size / (r.size - 1)
-    else:
-        centred = r - r.mean()
-    if scale_by_std:
-        centred = centred / (r.std() + eps)
-    return centred
 
 
 # --- 2.-3. the policy gradient ---------------------------------------------------------------------
@@ -227,18 +196,6 @@ def _turn_gradient(vector: np.ndarray, trace: Mapping[str, Any]) -> tuple[np.nda
     return grad, logp
 
 
-def _ratio_weight(ratio: float, advantage: float, config: GRPOConfig) -> float | None:
-    """The factor on A * grad log pi for one turn; None if PPO clipping drops the turn."""
-    low, high = config.clip_low_threshold, config.clip_high_threshold
-    if config.loss_fn == "ppo":
-        if (advantage > 0 and ratio > high) or (advantage < 0 and ratio < low):
-            return None
-        return ratio
-    if config.loss_fn == "cispo":
-        return min(max(ratio, low), high)
-    return ratio
-
-
 def policy_gradient(
     vector: np.ndarray, batch: Sequence[TrajectorySample], config: GRPOConfig
 ) -> tuple[np.ndarray, GradientStats]:
@@ -258,12 +215,14 @@ def policy_gradient(
             grad, logp = _turn_gradient(vector, trace)
             # Capped so a very stale trace cannot overflow exp(); clipping drops it anyway.
             ratio = math.exp(min(logp - float(trace["logp"]), MAX_LOG_RATIO))
-            weight = _ratio_weight(ratio, sample.advantage, config)
-            if weight is None:
+            weight, clipped = ratio_weights(
+                ratio, sample.advantage, config.loss_fn, config.clip_low_threshold, config.clip_high_threshold
+            )
+            if clipped:
                 stats.clipped_turns += 1
                 continue
-            trajectory += weight * grad
-        if config.mean_over_turns:
+            trajectory += float(weight) * grad
+        if config.estimator.length_normalised:
             trajectory /= len(turns)
         total += sample.advantage * trajectory
     if batch:
@@ -275,34 +234,19 @@ def policy_gradient(
 # --- 4. Adam ----------------------------------------------------------------------------------------
 
 
-@dataclass
-class Adam:
-    """Adam (gradient ascent) with decoupled weight decay and gradient-norm clipping.
-
-    `config` is what it reads its learning rate, betas, eps, weight decay and clip norm from: the
-    job's `TrainingHyperparameters` as the service typed them (`Adam(hp)`, the runner), or a
-    `GRPOConfig`.
-    """
-
-    config: OptimizerSettings
-    m: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    v: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    t: int = 0
-
-    def step(self, vector: np.ndarray, grad: np.ndarray) -> np.ndarray:
-        c = self.config
-        if self.m.shape != vector.shape:
-            self.m, self.v = np.zeros_like(vector), np.zeros_like(vector)
-        grad_norm = norm(grad)
-        if c.adam_grad_clip_norm > 0 and grad_norm > c.adam_grad_clip_norm:
-            grad = grad * (c.adam_grad_clip_norm / grad_norm)
-        self.t += 1
-        self.m = c.adam_beta1 * self.m + (1 - c.adam_beta1) * grad
-        self.v = c.adam_beta2 * self.v + (1 - c.adam_beta2) * grad**2
-        m_hat = self.m / (1 - c.adam_beta1**self.t)
-        v_hat = self.v / (1 - c.adam_beta2**self.t)
-        lr = adam_step_size(c)
-        return vector * (1 - lr * c.adam_weight_decay) + lr * m_hat / (np.sqrt(v_hat) + c.adam_eps)
+def optimizer(settings: OptimizerSettings) -> AdamW:
+    """The stand-in's Adam (`rl.optim.AdamW`) from a job's hyperparameters as they are, or a
+    `GRPOConfig`: step size `adam_step_size`, the service's betas, eps, clip norm and weight decay
+    (on the whole adapter vector)."""
+    return AdamW(
+        adam_step_size(settings),
+        beta1=settings.adam_beta1,
+        beta2=settings.adam_beta2,
+        eps=settings.adam_eps,
+        weight_decay=settings.adam_weight_decay,
+        grad_clip_norm=settings.adam_grad_clip_norm,
+        decays=every_array,
+    )
 
 
 @dataclass(frozen=True)
@@ -313,19 +257,14 @@ class UpdateResult:
 
 
 def update(
-    adapter: Adapter,
-    batch: Sequence[TrajectorySample],
-    optimizer: Adam,
-    step: int,
-    config: GRPOConfig | None = None,
+    adapter: Adapter, batch: Sequence[TrajectorySample], optimizer: AdamW, step: int, config: GRPOConfig
 ) -> UpdateResult:
-    """One GRPO step: the policy gradient of `batch` (its knobs from `config`, by default the
-    optimizer's own when that is a `GRPOConfig`), then one Adam step on the adapter."""
-    if config is None:
-        if not isinstance(optimizer.config, GRPOConfig):
-            raise TypeError("update needs the gradient's GRPOConfig when Adam was built from hyperparameters")
-        config = optimizer.config
+    """One GRPO step: the policy gradient of `batch` (its knobs from `config`), then one Adam step
+    down -J on the adapter."""
     vector = adapter.vector()
     grad, stats = policy_gradient(vector, batch, config)
-    new_vector = optimizer.step(vector, grad) if stats.trajectories_used else vector
+    if stats.trajectories_used:
+        new_vector = optimizer.step({"adapter": vector}, {"adapter": -grad})[0]["adapter"]
+    else:
+        new_vector = vector
     return UpdateResult(adapter.with_vector(new_vector, step=step), stats, norm(new_vector - vector))

@@ -26,6 +26,7 @@ from mtrl_course.learner import grpo as lgrpo
 from mtrl_course.learner import weights
 from mtrl_course.learner.lora import Adapter
 from mtrl_course.local.learner_policy import LABEL, LearnerPolicy, load_base
+from mtrl_course.rl.advantages import GRPO, Estimator
 from mtrl_course.service_spec import TrainingHyperparameters
 
 # Next to the stand-in's index in the runner's adapter directory, so neither reads the other's.
@@ -75,9 +76,9 @@ class LearnerTrainee:
 
     label = LABEL
 
-    def __init__(self, hp: TrainingHyperparameters, adapter: Adapter, seed: int) -> None:
+    def __init__(self, hp: TrainingHyperparameters, adapter: Adapter, seed: int, estimator: Estimator = GRPO) -> None:
         self.params, self.model_config, self.base_id = load_base()
-        self.hp, self.adapter, self.seed = hp, adapter, seed
+        self.hp, self.adapter, self.seed, self.estimator = hp, adapter, seed, estimator
         self.optimizer = lgrpo.optimizer(hp)
         self.last: lgrpo.StepStats | None = None
 
@@ -105,6 +106,7 @@ class LearnerTrainee:
                 self.optimizer,
                 step,
                 hyperparameters=self.hp,
+                estimator=self.estimator,
             )
         return time.monotonic() - started
 

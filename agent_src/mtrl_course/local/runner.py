@@ -99,6 +99,7 @@ from mtrl_course.local.names import (
 )
 from mtrl_course.local.stand_in_policy import LABEL, Adapter, StandInPolicy
 from mtrl_course.numerics import norm
+from mtrl_course.rl.advantages import DEFAULT_ESTIMATOR, estimator
 from wordle_agent import rollout
 
 FAST_LANE_ONLY_FAULTS = (FAULT_AGENT_ERROR, FAULT_MISSING_REWARD)
@@ -184,6 +185,10 @@ class RunnerOptions:
     reward_grace_seconds: float = REWARD_GRACE_S
     adapter_dir: Path = ADAPTER_DIR
     reward: str = rewards.TIERED
+    # How rewards become per-token weights for either learner (`rl.advantages`): "grpo" (std-scaled
+    # advantages, 1/|o_i|) or "dr_grpo" (mean-only, no length normalisation). Offline only: the
+    # service documents no such switch.
+    estimator: str = DEFAULT_ESTIMATOR
     # Save the adapter every this many steps as `<job>-step<NNN>.json` in adapter_dir (0: never),
     # the analogue of the service's intermediate checkpoints: notebook 10 evaluates them at
     # serving settings to ask whether training longer helps where the model is served.
@@ -198,6 +203,7 @@ class RunnerOptions:
             raise ValueError(f"policy {self.policy!r} is not one of {POLICIES}")
         if self.lane not in LANES:
             raise ValueError(f"lane {self.lane!r} is not one of {LANES}")
+        estimator(self.estimator)  # a clear error naming the choices
         if self.reward not in rewards.REWARDS:
             raise ValueError(f"reward {self.reward!r} is not one of {rewards.DESIGNS}")
         if self.reward != rewards.TIERED and self.lane != LANE_FAST:
@@ -768,7 +774,7 @@ class _Training:
         if options.policy == POLICY_LEARNER:
             from mtrl_course.local.learner_lane import LearnerTrainee
 
-            self.learner = LearnerTrainee(hp, adapter, options.seed)
+            self.learner = LearnerTrainee(hp, adapter, options.seed, estimator(options.estimator))
         self.train_rows, self.val_rows = job.prompts("train"), job.prompts("validation")
         self.batch, self.group = hp.global_batch_size, hp.group_size
         self.per_epoch = math.ceil(len(self.train_rows) / self.batch)
@@ -776,8 +782,8 @@ class _Training:
         self.val_every = hp.val_every if self.val_rows else 0
         # The gradient's knobs (loss, clip bounds, advantage) and the optimizer are each built from
         # the job's typed hyperparameters: Adam reads the learning rate from `hp` itself.
-        self.config = grpo.GRPOConfig.from_training(hp)
-        self.optimizer = grpo.Adam(hp)
+        self.config = grpo.GRPOConfig.from_training(hp, estimator=estimator(options.estimator))
+        self.optimizer = grpo.optimizer(hp)
         self.completed = 0
 
     def run(self) -> None:
@@ -844,7 +850,7 @@ class _Training:
             grpo.group_advantages(
                 [_reward_of(o) for o in g],
                 method=self.config.advantage_method,
-                scale_by_std=self.config.scale_by_std,
+                scale_by_std=self.config.estimator.scale_by_std,
                 eps=self.config.advantage_eps,
             )
             for g in groups
