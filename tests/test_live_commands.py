@@ -141,6 +141,8 @@ def test_no_notebook_runs_a_program_through_subprocess_outside_the_cells_checked
         ("00_setup", "mode-switch"),
         # Studio only: pip installs of the lock, tested below (test_studio_install_commands...)
         ("00_setup", "studio-install"),
+        # offline only: the course's own `mtrl smoke` in a child process (tests/test_first_run.py)
+        ("00_setup", "first-run"),
         # runs offline under nbval too: a program without @app.entrypoint
         ("02_deploy_the_agent", "only-rft-handler"),
     }

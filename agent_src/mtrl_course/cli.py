@@ -47,6 +47,17 @@ FAILURE_EXIT = 1
 INTERRUPTED_EXIT = 130
 
 
+SMOKE_HELP = "the first live run, smallest and in order, with a report of what it saw"
+SMOKE_DESCRIPTION = (
+    "Preflight (read-only), a cost estimate from YOUR prices (SageMaker AI pricing page, USD per million "
+    "tokens; all three, or none for tokens without dollars), the job role and data, `agentcore deploy -y`, one smoke "
+    "invocation, the MLflow app, a one-step training job at the smallest batch, a 4-word evaluation, clean-up. "
+    "It stops at the first failure with the service's message and writes a report (.state/first-run/, account "
+    "numbers masked). Live, nothing after the estimate starts without --yes-i-will-pay; offline (the default) "
+    "it runs against the stand-ins. `mtrl agent smoke` is the invocation step alone."
+)
+
+
 class UsageError(Exception):
     """A combination of arguments the command refuses (argparse checks single values)."""
 
@@ -440,6 +451,17 @@ def _agent_smoke(args: argparse.Namespace) -> int:
     rows += [{"item": "diagnosis", "value": cause}, {"item": "next", "value": fix}]
     _print_table(rows)
     return 0 if result.ok or smoke.diagnose_row(result) is smoke.UNCONFIRMED else 1
+
+
+def _smoke(args: argparse.Namespace) -> int:
+    from mtrl_course import first_run
+
+    _quiet()
+    prices = {d: getattr(args, f"price_{d}") for d in ("prefill", "sample", "train") if getattr(args, f"price_{d}")}
+    run, _ = first_run.run_first(prices=prices or None, yes_i_will_pay=args.yes_i_will_pay, report_dir=args.report_dir)
+    for rows in first_run.summary_tables(run):
+        _print_table(rows)
+    return 0 if run.ok or run.stopped_before_paying else 1
 
 
 # ---------------------------------------------------------------------------------------- train
@@ -1008,6 +1030,18 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"at most this many of each category (1-{JOB_LIST_MAX})",
     )
     p.set_defaults(func=_jobs)
+
+    p = _command(sub, "smoke", SMOKE_HELP, description=SMOKE_DESCRIPTION)
+    p.add_argument("--yes-i-will-pay", action="store_true", help="live: go on after the estimate (what follows bills)")
+    for dimension in ("prefill", "sample", "train"):
+        p.add_argument(
+            f"--price-{dimension}",
+            type=float,
+            metavar="USD",
+            help=f"{dimension} tokens, USD per million (default: none, no dollars)",
+        )
+    p.add_argument("--report-dir", default=None, help="where the report goes (default: .state/first-run/)")
+    p.set_defaults(func=_smoke)
 
     p = _command(
         sub,

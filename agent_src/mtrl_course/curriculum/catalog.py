@@ -98,8 +98,9 @@ NOTEBOOKS: tuple[Entry, ...] = (
         "a Strands agent on AgentCore trained by the SageMaker AI multi-turn RL service.",
         modes=(OFFLINE, LIVE),
         offline_seconds=2,
-        live_time="not measured (read-only checks)",
-        live_cost="no charge: read-only checks of identity, Region and SDK versions",
+        live_time="not measured (read-only checks); section 5's first run: not measured",
+        live_cost="no charge for the read-only checks; section 5's optional first run bills only after "
+        "you opt in, and estimates its cost from your prices first",
         prerequisites=(
             "Python 3.11.5 or newer and the course environment (`make venv`, or `environment.yml` in SageMaker Studio)",
             "live: AWS credentials and a Region with gpt-oss-20b (us-east-1 or us-west-2)",

@@ -95,6 +95,7 @@ class OfflineBackend:
             ("sagemaker", "DescribeJob"): lambda c: service.describe_job(c.params),
             ("sagemaker", "ListJobs"): lambda c: service.list_jobs(c.params),
             ("sagemaker", "ListJobSchemaVersions"): lambda c: service.list_job_schema_versions(c.params),
+            ("sagemaker", "DescribeJobSchemaVersion"): lambda c: service.describe_job_schema_version(c.params),
             ("sagemaker", "StopJob"): lambda c: service.stop_job(c.params),
             ("sagemaker", "DeleteJob"): lambda c: service.delete_job(c.params),
             ("sagemaker", "CreateMlflowApp"): apps.create,

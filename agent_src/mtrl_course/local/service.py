@@ -364,6 +364,39 @@ class LocalMTRLService:
             raise ServiceError("ResourceNotFound", f"No job configuration schemas found for job category {category}.")
         return {"JobConfigSchemas": [{"JobConfigSchemaVersion": SCHEMA_VERSION}]}
 
+    def describe_job_schema_version(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The stand-in's JobConfigDocument schema: the hyperparameter names it accepts per category.
+
+        A JSON Schema of the one shape the course reads (the recipe's flat names under
+        HyperParameters, from service_spec); the live schema's layout is unknown, so a reader
+        should look for names in it, not for this structure (first_run does).
+        """
+        category = params["JobCategory"]
+        if category not in JOB_CATEGORIES or params["JobConfigSchemaVersion"] != SCHEMA_VERSION:
+            raise ServiceError(
+                "ResourceNotFound",
+                f"No job configuration schema {params['JobConfigSchemaVersion']} found for job category {category}.",
+            )
+        spec = service_spec.EVALUATION_SPEC if category == service_spec.EVALUATION else service_spec.TRAINING_SPEC
+        section = "EvaluationConfig" if category == service_spec.EVALUATION else "TrainingConfig"
+        properties = {name: {"type": "string"} for name in sorted(spec)}
+        schema = {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "title": f"{category} job configuration (offline stand-in)",
+            "type": "object",
+            "properties": {
+                section: {
+                    "type": "object",
+                    "properties": {"HyperParameters": {"type": "object", "properties": properties}},
+                }
+            },
+        }
+        return {
+            "JobCategory": category,
+            "JobConfigSchemaVersion": SCHEMA_VERSION,
+            "JobConfigSchema": json.dumps(schema),
+        }
+
     def list_jobs(self, params: Mapping[str, Any]) -> dict[str, Any]:
         category = params["JobCategory"]
         store = self.store()
