@@ -162,7 +162,8 @@ OTHER_SECOND_TIER = (
     # Issue 23's 4-minute `make test` (measured with --durations on the idle 2-core machine, -n 2):
     # the site: its build with mkdocs, 8 to 10 s, the three checks of what the build wrote, and the
     # browser, 18 s for every page and 2 to 3 s for each of the other five (the site's own
-    # functions, links, tables and 404 page, are unit-tested in `make test`);
+    # functions, links, tables and 404 page, are unit-tested in `make test`); since issue 39 every
+    # page is read at two widths (1400 and 420 px): 45 s, and the figure test 10 s, on the busy machine;
     ("tests/test_site.py", "test_every_existing_notebook_and_doc_has_a_page"),
     ("tests/test_site.py", "test_the_search_index_is_also_a_script_for_reading_from_disk"),
     ("tests/test_site.py", "test_no_page_asks_for_a_cdn_script_or_font"),

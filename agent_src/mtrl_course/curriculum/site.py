@@ -24,6 +24,18 @@ runs the search worker in a hidden iframe (a browser refuses a Worker to a file:
 404 page's root-absolute links become relative. `site_assets/course.css` and `course.js` make
 tables and outputs fit the column (wrapping at spaces, never mid-word), put a visible cue above
 anything that still scrolls sideways, and enlarge a figure drawn narrower than its size on click.
+
+Notebook pages are laid out for code and figures (issue 39). At 1400 px the theme's column held
+about 80 characters of code (158 of 209 code cells scrolled) and showed the widest figures at 45%
+of their size. Rewriting every notebook to 80 characters would have changed every cell the tests
+compare, so the page gives code the width instead: the page's sections move into the left
+navigation (the theme's `toc.integrate`, on every page, so the navigation does not jump between
+pages) and a notebook page takes the window's whole width (about 140 characters of code at 1400
+px). Lines longer than that still scroll, with the cue; on a phone nearly every cell does.
+Figures are never shown below `FIGURE_MIN_SCALE` of their size where the sidebar layout applies
+(course.js: a figure wider than that scrolls, with the cue), and open at full size on a tap on a
+phone. Cell tags that only drive the tests (`nbval-skip`, `numbers-within:...`, `stored-rerun`,
+...) are removed from the pages' copies: only `LEARNER_TAGS` are shown.
 """
 
 from __future__ import annotations
@@ -59,6 +71,17 @@ MARKDOWN_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(([^)\s]+)\)")
 # The site's own stylesheet and scripts (package data), copied to assets/course/ on the site.
 ASSETS_DIR = Path(__file__).resolve().parent / "site_assets"
 ASSETS_URL = "assets/course"
+# The cell tags a page shows, because they tell a reader something: a live-only cell does nothing
+# offline. Every other tag drives the tests or the course's tooling (nbval-ignore-output,
+# nbval-skip, numbers-within:..., stored-rerun, stderr-ok; banner, bootstrap, next) and is removed
+# from the site's copy of the notebook, so the theme draws no tag bar for it.
+LEARNER_TAGS = frozenset({"live-only"})
+# Figures are drawn at notebook.FIGURE_DPI (110) with type no smaller than 7 pt (legends and
+# footnotes; tests/test_site.py checks the plotting code), so the smallest text is 7 x 110 / 72 =
+# 10.7 px at full size. Shown at 0.85 of its size or more it is 9.1 px or more; the site never
+# shows a figure smaller than that where the layout has its sidebars (course.js reads the value).
+FIGURE_SMALLEST_TYPE_PT = 7
+FIGURE_MIN_SCALE = 0.85
 
 
 # ------------------------------------------------------------------------------ link rewriting
@@ -143,7 +166,11 @@ def mkdocs_config(src_dir: Path, site_dir: Path) -> dict[str, Any]:
         "site_dir": str(site_dir),
         # Plain .html files: the site also works from a file:// folder and any static server.
         "use_directory_urls": False,
-        "theme": {"name": "material", "font": False, "features": ["navigation.sections", "navigation.footer"]},
+        "theme": {
+            "name": "material",
+            "font": False,
+            "features": ["navigation.sections", "navigation.footer", "toc.integrate"],
+        },
         "markdown_extensions": ["tables", "admonition", {"toc": {"permalink": False}}],
         "plugins": [
             "search",
@@ -167,10 +194,22 @@ def mkdocs_config(src_dir: Path, site_dir: Path) -> dict[str, Any]:
     }
 
 
+def learner_tags(tags: list[str]) -> list[str]:
+    """The tags of a cell that its page shows (see LEARNER_TAGS), in their order."""
+    return [tag for tag in tags if tag in LEARNER_TAGS]
+
+
 def _notebook_copy(path: Path) -> dict[str, Any]:
     nb = json.loads(path.read_text(encoding="utf-8"))
     page = f"notebooks/{path.name}"
     for cell in nb["cells"]:
+        metadata = cell.get("metadata", {})
+        if "tags" in metadata:
+            shown = learner_tags(metadata["tags"])
+            if shown:
+                metadata["tags"] = shown
+            else:
+                del metadata["tags"]
         if cell["cell_type"] == "markdown":
             source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
             cell["source"] = rewrite_links(source, "notebooks", page, html_targets=True)
