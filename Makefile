@@ -97,9 +97,12 @@ figures: $(STAMP)
 # tests/notebooks_conftest_plugin.py). Many tests wait on a kernel, a server, a subprocess or a
 # sandbox's time limit: on a 2-core machine, one worker per CPU kept 1.76 CPUs busy on average and
 # pytest took 4:27; one worker more kept 1.89 busy and took 3:58.
-# (The CPUs this process may use, as pytest-xdist's `-n auto` counts them.)
-PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1)')
-PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadgroup
+# (The CPUs this process may use, as pytest-xdist's `-n auto` counts them, asked of the venv's
+# python when a test recipe runs: the venv exists by then. Asked of PYTHON while make parsed this
+# file, a PYTHON= that does not exist added make's "No such file or directory" line to every
+# command's output, check-python's message included.)
+PYTEST_WORKERS ?= $(shell $(BIN)/python -c 'import os; print(len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1)' 2>/dev/null || echo 2)
+PYTEST = $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadgroup
 # Two tiers split the suite by one marker (pyproject.toml): every test runs in exactly one of them
 # (tests/test_makefile.py checks that the two selections are complements). `make test` is the
 # everyday one; `make test-experiments` holds the one-seed re-runs of the stored experiments, the
