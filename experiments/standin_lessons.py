@@ -59,7 +59,7 @@ import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from mtrl_course import rewards  # noqa: E402
-from mtrl_course.local import fastlane, hub, mlflow_store, runner  # noqa: E402
+from mtrl_course.local import fastlane, hub, mlflow_store, runner, standin_lane  # noqa: E402
 from mtrl_course.local.failure_experiments import MemoryJob  # noqa: E402
 from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator  # noqa: E402
 from mtrl_course.local.stand_in_policy import BASE_WEIGHTS, FEATURE_NAMES, Adapter, StandInPolicy  # noqa: E402
@@ -169,7 +169,7 @@ class Lab:
         job = MemoryJob(name, hp, prompts, self.tracking_uri, experiment="standin-lessons")
         if start is not None:
             package = f"arn:aws:sagemaker:{REGION}:{self.account}:model-package/lessons/{self.runs}"
-            runner.register_adapter(self.adapter_dir, package, start.save(self.adapter_dir / f"start-{name}.json"))
+            standin_lane.register_adapter(self.adapter_dir, package, start.save(self.adapter_dir / f"start-{name}.json"))
             job.config.input_model_package_arn = package
         os.environ[rollout.REASONING_EFFORT_ENV] = DEPLOYED_EFFORT
         started = time.monotonic()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 from mtrl_course import aws, config, dataset, rewards, service_spec
-from mtrl_course.local import hub, metrics, runner, service
+from mtrl_course.local import hub, metrics, runner, service, standin_lane
 from mtrl_course.local.stand_in_policy import LABEL, Adapter
 from mtrl_course.local.agent_server import LocalAgentRuntime
 
@@ -234,7 +234,7 @@ def test_a_short_training_run_logs_the_service_metrics(world, trained):
     assert sorted(step for key, step in history if key == "training/global_step") == [1, 2]
     assert history[("training/num_trajectories", 1)] == 64 and history[("val/reward/num_prompts", 0)] == VALIDATION_ROWS
     run = MlflowClient(trained.mlflow_tracking_uri).get_run(trained.service_output["MlflowDetails"]["RunId"])
-    assert LABEL in run.data.tags[runner.STANDIN_TAG] and run.info.status == "FINISHED"
+    assert LABEL in run.data.tags[runner.POLICY_TAG] and run.info.status == "FINISHED"
     assert run.data.params["group_size"] == "2"
     response, output = world.described(trained)
     statuses = [t["Status"] for t in response["SecondaryStatusTransitions"]]
@@ -261,7 +261,7 @@ def test_billable_tokens_follow_the_documented_rule(world, trained):
 def test_the_adapter_is_saved_and_registered_as_the_output_model_package(world, trained):
     _, output = world.described(trained)
     package = output["OutputModelPackageArn"]
-    path = runner.adapter_for_package(package, world.adapters)
+    path = standin_lane.adapter_for_package(package, world.adapters)
     assert path is not None and path.parent == world.adapters and path.is_file()
     adapter = Adapter.load(path)
     assert (adapter.step, adapter.seed, adapter.base_model) == (2, SEED, service_spec.GPT_OSS_20B)
@@ -276,7 +276,7 @@ def test_two_runs_with_the_same_seed_log_identical_metrics(world, trained):
     second = {k: v for k, v in metric_histories(again).items() if not k[0].startswith("timing_s/")}
     assert first == second
     adapters = [
-        Adapter.load(runner.adapter_for_package(job.service_output["OutputModelPackageArn"], world.adapters))
+        Adapter.load(standin_lane.adapter_for_package(job.service_output["OutputModelPackageArn"], world.adapters))
         for job in (trained, again)
     ]
     assert adapters[0].vector().tobytes() == adapters[1].vector().tobytes()

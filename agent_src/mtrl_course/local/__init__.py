@@ -197,9 +197,9 @@ def mlflow_app_registry() -> Any:
 
 def adapter_file(package_arn: str | None, directory: Path) -> Path | None:
     """Where the stand-in adapter of a model package is stored under `directory`, if known."""
-    from mtrl_course.local import runner
+    from mtrl_course.local import standin_lane
 
-    return runner.adapter_for_package(package_arn, directory) if package_arn else None
+    return standin_lane.adapter_for_package(package_arn, directory) if package_arn else None
 
 
 def load_adapter(path: str | Path) -> Adapter:

@@ -35,6 +35,11 @@ PACKAGE_INDEX = "learner-packages.json"
 # conversations waiting at once, so more threads mean larger, cheaper batches (bounded by the
 # job's rollout_max_concurrency).
 LEARNER_WORKERS = 64
+# The MLflow tag every run this trainee trains or evaluates carries (`local.trainee.POLICY_TAG`).
+TAG_VALUE = (
+    f"{LABEL}: a character-level transformer of under a million parameters with a LoRA adapter, "
+    "playing instead of the job's base model offline; its numbers are its own"
+)
 
 
 def adapter_path(directory: Path, name: str) -> Path:
@@ -75,6 +80,7 @@ class LearnerTrainee:
     """The learner's side of one training job: its adapter, optimizer, policy and metrics."""
 
     label = LABEL
+    tag = TAG_VALUE
 
     def __init__(self, hp: TrainingHyperparameters, adapter: Adapter, seed: int, estimator: Estimator = GRPO) -> None:
         self.params, self.model_config, self.base_id = load_base()
@@ -110,7 +116,7 @@ class LearnerTrainee:
             )
         return time.monotonic() - started
 
-    def metrics(self, traces_by_game: Sequence[Sequence[Any]]) -> dict[str, float]:
+    def metrics(self, records: Sequence[Sequence[Any]], traces_by_game: Sequence[Sequence[Any]]) -> dict[str, float]:
         """Offline-only `learner/*` metrics: the update's statistics and how the model wrote."""
         turns = [t for traces in traces_by_game for t in traces if isinstance(t, Mapping) and t.get("kind") == "lm"]
         out: dict[str, float] = {
@@ -138,6 +144,10 @@ class LearnerTrainee:
 
     def save(self, directory: Path, name: str) -> Path:
         return weights.save_adapter(adapter_path(directory, name), self.adapter, self.base_id, {"seed": self.seed})
+
+    def publish(self, job: Any, directory: Path) -> None:
+        """Save the trained adapter and register it as the job's output model package."""
+        publish(job, directory, self)
 
 
 # --- what the runner calls (kept here so the runner stays one training loop) ----------------------

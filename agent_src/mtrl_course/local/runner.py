@@ -85,7 +85,7 @@ import numpy as np
 
 from mtrl_course import config, rewards
 from mtrl_course.service_spec import TrainingHyperparameters
-from mtrl_course.local import fastlane, grpo, metrics
+from mtrl_course.local import fastlane, metrics
 from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator, TrajectoryRecord
 from mtrl_course.local.names import (
     FAULT_AGENT_ERROR,
@@ -97,9 +97,17 @@ from mtrl_course.local.names import (
     LANE_FULL,
     LANES,
 )
-from mtrl_course.local.stand_in_policy import LABEL, Adapter, StandInPolicy
-from mtrl_course.numerics import norm
-from mtrl_course.rl.advantages import DEFAULT_ESTIMATOR, estimator
+from mtrl_course.local.standin_lane import ADAPTER_DIR
+from mtrl_course.local.trainee import (
+    POLICIES,
+    POLICY_LEARNER,
+    POLICY_STANDIN,
+    POLICY_TAG,
+    Trainee,
+    evaluation_policy,
+    start_trainee,
+)
+from mtrl_course.rl.advantages import ADVANTAGE_EPS, DEFAULT_ESTIMATOR, IMPLEMENTED_METHODS, estimator, group_advantages
 from wordle_agent import rollout
 
 FAST_LANE_ONLY_FAULTS = (FAULT_AGENT_ERROR, FAULT_MISSING_REWARD)
@@ -118,21 +126,12 @@ FAULT_RESTART_WAIT_S = 5.0
 # AgentCore's minimum runtime session id length.
 SESSION_ID_MIN = 33
 PHASE_CODES = {"train": 0, "val": 1, "eval": 2}
-ADAPTER_DIR = config.STATE_DIR / "standin" / "adapters"
-PACKAGE_INDEX = "packages.json"
-STANDIN_TAG = "mtrl.offline.policy"
-STANDIN_TAG_VALUE = (
-    f"{LABEL}: a small learnable linear policy that plays instead of the job's base model "
-    "offline; its numbers are its own"
-)
 
 NO_SAMPLES = "No sampling requests were received"
 # Which model plays (a runner option, or this environment variable for a whole process): the
 # stand-in policy (the default) or the learner, a tiny language model (`mtrl_course.learner`,
 # served by `local.learner_policy`, trained by `local.learner_lane`).
 POLICY_ENV = "MTRL_OFFLINE_POLICY"
-POLICY_STANDIN, POLICY_LEARNER = "standin", "learner"
-POLICIES = (POLICY_STANDIN, POLICY_LEARNER)
 
 
 def default_policy() -> str:
@@ -638,9 +637,9 @@ def _groups(outcomes: Sequence[RolloutOutcome]) -> list[list[RolloutOutcome]]:
 
 
 class _MlflowLog:
-    """The job's MLflow run: parameters, the stand-in tag, metrics per step."""
+    """The job's MLflow run: parameters, which learner played (its tag), metrics per step."""
 
-    def __init__(self, job: ReportingJob, options: RunnerOptions) -> None:
+    def __init__(self, job: ReportingJob, options: RunnerOptions, policy_tag: str) -> None:
         from mlflow.entities import Param, RunTag
         from mlflow.tracking import MlflowClient
 
@@ -649,7 +648,9 @@ class _MlflowLog:
         self.experiment_id, self.run_id = job.start_mlflow_run()
         params = [Param(k, str(v)[:500]) for k, v in sorted(job.hyperparameters.items())]
         tags = [
-            RunTag(STANDIN_TAG, STANDIN_TAG_VALUE),
+            RunTag(POLICY_TAG, policy_tag),
+            RunTag("mtrl.offline.learner", options.policy),
+            RunTag("mtrl.offline.estimator", options.estimator),
             RunTag("mtrl.offline.lane", options.lane),
             RunTag("mtrl.offline.seed", str(options.seed)),
             RunTag("mtrl.offline.reward", options.reward),
@@ -677,49 +678,6 @@ class _MlflowLog:
         # may read the run at once.
         self.finish("FAILED")
         job.fail(reason)
-
-
-# --- model packages -------------------------------------------------------------------------------
-
-_INDEX_LOCK = threading.Lock()
-
-
-def _index_path(directory: Path) -> Path:
-    return directory / PACKAGE_INDEX
-
-
-def register_adapter(directory: Path, package_arn: str, adapter_file: Path) -> None:
-    """Remember which adapter file a model package ARN holds (for evaluation and notebooks)."""
-    with _INDEX_LOCK:
-        path = _index_path(directory)
-        index = json.loads(path.read_text()) if path.is_file() else {}
-        index[package_arn] = str(adapter_file)
-        directory.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
-
-
-def adapter_for_package(package_arn: str, directory: Path = ADAPTER_DIR) -> Path | None:
-    """The adapter file behind a model package ARN a local job registered, or None."""
-    path = _index_path(directory)
-    if not path.is_file():
-        return None
-    found = json.loads(path.read_text()).get(package_arn)
-    return Path(found) if found else None
-
-
-def _starting_adapter(job: ReportingJob, options: RunnerOptions) -> Adapter | str:
-    """The base stand-in, or the input model package's adapter; a FailureReason string if missing."""
-    base_model = str(getattr(job.config, "base_model", ""))
-    package = getattr(job.config, "input_model_package_arn", None)
-    if not package:
-        return Adapter(seed=options.seed, base_model=base_model)
-    path = adapter_for_package(package, options.adapter_dir)
-    if path is None or not path.is_file():
-        return (
-            f"The input model package {package} holds no stand-in adapter trained on this machine "
-            f"(looked in {_index_path(options.adapter_dir)}); train one offline first."
-        )
-    return Adapter.load(path)
 
 
 # --- training ---------------------------------------------------------------------------------------
@@ -752,48 +710,40 @@ def _records(outcomes: Sequence[RolloutOutcome]) -> list[list[metrics.RolloutRec
     return [[o.record for o in group] for group in _groups(outcomes)]
 
 
-def _open(job: ReportingJob, options: RunnerOptions, policy: Any) -> tuple[_JobSession, _MlflowLog]:
+def _open(job: ReportingJob, options: RunnerOptions, policy: Any, policy_tag: str) -> tuple[_JobSession, _MlflowLog]:
     hp = job.hyperparameters
     session = _JobSession(
         job, options, policy, int(hp["rollout_max_concurrency"]), hp["rollout_timeout"], hp["rollout_max_retries"]
     )
     try:
-        return session, _MlflowLog(job, options)
+        return session, _MlflowLog(job, options, policy_tag)
     except Exception:
         session.close()
         raise
 
 
 class _Training:
-    """One training job's loop: steps of rollouts, GRPO updates and metrics; validation between."""
+    """One training job's loop: steps of rollouts, GRPO updates and metrics; validation between.
 
-    def __init__(self, job: ReportingJob, options: RunnerOptions, adapter: Any) -> None:
+    The same loop for every learner: what differs is behind `trainee` (`local.trainee.Trainee`)."""
+
+    def __init__(self, job: ReportingJob, options: RunnerOptions, trainee: Trainee) -> None:
         hp = self.hp = job.training_hyperparameters
-        self.job, self.options, self.adapter = job, options, adapter
-        self.learner: Any = None
-        if options.policy == POLICY_LEARNER:
-            from mtrl_course.local.learner_lane import LearnerTrainee
-
-            self.learner = LearnerTrainee(hp, adapter, options.seed, estimator(options.estimator))
+        self.job, self.options, self.trainee = job, options, trainee
+        self.estimator = estimator(options.estimator)
         self.train_rows, self.val_rows = job.prompts("train"), job.prompts("validation")
         self.batch, self.group = hp.global_batch_size, hp.group_size
         self.per_epoch = math.ceil(len(self.train_rows) / self.batch)
         self.total_steps = min(hp.max_steps, hp.max_epochs * self.per_epoch)
         self.val_every = hp.val_every if self.val_rows else 0
-        # The gradient's knobs (loss, clip bounds, advantage) and the optimizer are each built from
-        # the job's typed hyperparameters: Adam reads the learning rate from `hp` itself.
-        self.config = grpo.GRPOConfig.from_training(hp, estimator=estimator(options.estimator))
-        self.optimizer = grpo.optimizer(hp)
         self.completed = 0
 
     def run(self) -> None:
-        job, hp = self.job, self.hp
-        if self.config.advantage_method not in grpo.IMPLEMENTED_METHODS:
-            job.log(f"advantage_method {self.config.advantage_method} runs as group_based with the {LABEL}")
-        label = self.learner.label if self.learner else LABEL
-        job.set_secondary("Training", f"Training with the {label} on the {self.options.lane} lane")
-        first = self.learner.policy() if self.learner else StandInPolicy(self.adapter, seed=self.options.seed)
-        self.session, self.mlflow = _open(job, self.options, first)
+        job, hp, trainee = self.job, self.hp, self.trainee
+        if hp.advantage_method not in IMPLEMENTED_METHODS:
+            job.log(f"advantage_method {hp.advantage_method} runs as group_based with the {trainee.label}")
+        job.set_secondary("Training", f"Training with the {trainee.label} on the {self.options.lane} lane")
+        self.session, self.mlflow = _open(job, self.options, trainee.policy(), trainee.tag)
         job.update_progress(
             MaxEpoch=hp.max_epochs,
             StepsPerEpoch=self.per_epoch,
@@ -813,11 +763,8 @@ class _Training:
                         return
                     if not self._step(step) or not self._validate(step):
                         return
-            job.set_secondary("Uploading", f"Saving the {label} adapter as the output model package")
-            if self.learner:
-                _publish_learner(job, self.options, self.learner)
-            else:
-                _publish(job, self.options, self.adapter)
+            job.set_secondary("Uploading", f"Saving the {trainee.label} adapter as the output model package")
+            trainee.publish(job, self.options.adapter_dir)
             status = "FINISHED"
         finally:
             self.mlflow.finish(status)
@@ -847,65 +794,26 @@ class _Training:
 
         groups = _groups(outcomes)
         advantages = [
-            grpo.group_advantages(
+            group_advantages(
                 [_reward_of(o) for o in g],
-                method=self.config.advantage_method,
-                scale_by_std=self.config.estimator.scale_by_std,
-                eps=self.config.advantage_eps,
+                method=hp.advantage_method,
+                scale_by_std=self.estimator.scale_by_std,
+                eps=ADVANTAGE_EPS,
             )
             for g in groups
         ]
-        batch = [
-            grpo.TrajectorySample(float(a), o.traces) for g, adv in zip(groups, advantages) for o, a in zip(g, adv)
-        ]
-        if self.learner:
-            return self._learner_step(step, epoch, tasks, outcomes, groups, advantages, started, rollout_seconds)
-        update_started = time.monotonic()
-        self.adapter = grpo.update(self.adapter, batch, self.optimizer, step, self.config).adapter
-        update_seconds = time.monotonic() - update_started
-        if self.options.checkpoint_every and step % self.options.checkpoint_every == 0:
-            self.adapter.save(checkpoint_path(self.options.adapter_dir, self.job.name, step))
-        policy = StandInPolicy(self.adapter, seed=self.options.seed)
-        self.session.set_policy(policy)
-        train_tokens = sum(o.record.tokens for o in outcomes)
-        self.job.add_billable_tokens(train=train_tokens)
-
-        records = [[o.record for o in g] for g in groups]
-        values = metrics.rollout_metrics(records, advantages, dispatched=len(tasks))
-        values.update(metrics.training_metrics(step, epoch, records, train_tokens))
-        adapter_norm = norm(self.adapter.weights)
-        values.update(metrics.standin_metrics(records, policy.format_probabilities(), adapter_norm))
-        values["timing_s/training"] = rollout_seconds
-        values["timing_s/policy_update"] = update_seconds
-        values["timing_s/step"] = time.monotonic() - started
-        self.mlflow.log(values, step)
-        return True
-
-    def _learner_step(
-        self,
-        step: int,
-        epoch: int,
-        tasks: Sequence[RolloutTask],
-        outcomes: Sequence[RolloutOutcome],
-        groups: list[list[RolloutOutcome]],
-        advantages: list[np.ndarray],
-        started: float,
-        rollout_seconds: float,
-    ) -> bool:
-        """The learner's update, checkpoint and metrics (the rollouts and advantages are shared)."""
         traces = [o.traces for g in groups for o in g]
-        flat_advantages = [float(a) for adv in advantages for a in adv]
-        update_seconds = self.learner.update(traces, flat_advantages, step)
-        self.adapter = self.learner.adapter
+        update_seconds = self.trainee.update(traces, [float(a) for adv in advantages for a in adv], step)
         if self.options.checkpoint_every and step % self.options.checkpoint_every == 0:
-            self.learner.save(self.options.adapter_dir, f"{self.job.name}-step{int(step):03d}")
-        self.session.set_policy(self.learner.policy())
+            self.trainee.save(self.options.adapter_dir, f"{self.job.name}-step{int(step):03d}")
+        self.session.set_policy(self.trainee.policy())
         train_tokens = sum(o.record.tokens for o in outcomes)
         self.job.add_billable_tokens(train=train_tokens)
+
         records = [[o.record for o in g] for g in groups]
         values = metrics.rollout_metrics(records, advantages, dispatched=len(tasks))
         values.update(metrics.training_metrics(step, epoch, records, train_tokens))
-        values.update(self.learner.metrics(traces))
+        values.update(self.trainee.metrics(records, traces))
         values["timing_s/training"] = rollout_seconds
         values["timing_s/policy_update"] = update_seconds
         values["timing_s/step"] = time.monotonic() - started
@@ -938,39 +846,11 @@ def checkpoint_path(directory: Path, job_name: str, step: int) -> Path:
 
 def train(job: ReportingJob, options: RunnerOptions) -> None:
     """The training runner's body (see the module docstring)."""
-    start = _starting_adapter(job, options) if options.policy == POLICY_STANDIN else _learner_adapter(job, options)
-    if isinstance(start, str):
-        job.fail(start)
+    trainee = start_trainee(options.policy, job, options.adapter_dir, options.seed, estimator(options.estimator))
+    if isinstance(trainee, str):
+        job.fail(trainee)
         return
-    _Training(job, options, start).run()
-
-
-def _learner_adapter(job: ReportingJob, options: RunnerOptions) -> Any:
-    from mtrl_course.local import learner_lane
-
-    return learner_lane.training_adapter(job, options.adapter_dir, options.seed)
-
-
-def _learner_evaluation_adapter(job: ReportingJob, options: RunnerOptions) -> Any:
-    from mtrl_course.local import learner_lane
-
-    return learner_lane.evaluation_adapter(job, options.adapter_dir)
-
-
-def _publish_learner(job: ReportingJob, options: RunnerOptions, trainee: Any) -> None:
-    from mtrl_course.local import learner_lane
-
-    learner_lane.publish(job, options.adapter_dir, trainee)
-
-
-def _publish(job: ReportingJob, options: RunnerOptions, adapter: Adapter) -> None:
-    path = adapter.save(options.adapter_dir / f"{job.name}.json")
-    job.log(f"{LABEL} adapter saved to {path}")
-    if getattr(job.config, "output_model_package_group_arn", None):
-        arn = job.register_output_model_package(
-            f"Offline {LABEL} adapter (step {adapter.step}, seed {adapter.seed}) from job {job.name}; file {path.name}"
-        )
-        register_adapter(options.adapter_dir, arn, path)
+    _Training(job, options, trainee).run()
 
 
 # --- evaluation -----------------------------------------------------------------------------------
@@ -979,22 +859,15 @@ def _publish(job: ReportingJob, options: RunnerOptions, adapter: Adapter) -> Non
 def evaluate(job: ReportingJob, options: RunnerOptions) -> None:
     """The evaluation runner's body: eval_group_size rollouts per row at the requested temperature."""
     hp = job.hyperparameters
-    learner = options.policy == POLICY_LEARNER
-    start: Any = _learner_evaluation_adapter(job, options) if learner else _starting_adapter(job, options)
-    if isinstance(start, str):
-        job.fail(start)
+    found = evaluation_policy(options.policy, job, options.adapter_dir, options.seed)
+    if isinstance(found, str):
+        job.fail(found)
         return
+    policy, label, tag, adapter_step, own_metrics = found
     rows = job.prompts("evaluation")
-    if learner:
-        from mtrl_course.local.learner_policy import LABEL as LEARNER_LABEL, LearnerPolicy
-
-        policy: Any = LearnerPolicy(start, seed=options.seed)
-        label = LEARNER_LABEL
-    else:
-        policy, label = StandInPolicy(start, seed=options.seed), LABEL
-    model = f"adapter step {start.step}" if start is not None and start.step else "base"
+    model = f"adapter step {adapter_step}" if adapter_step else "base"
     job.set_secondary("Evaluating", f"Evaluating the {label} ({model}) on the {options.lane} lane")
-    session, mlflow = _open(job, options, policy)
+    session, mlflow = _open(job, options, policy, tag)
     status = "FAILED"
     try:
         started = time.monotonic()
@@ -1015,8 +888,7 @@ def evaluate(job: ReportingJob, options: RunnerOptions) -> None:
         job.set_rollout_info(total=len(tasks), completed=len(outcomes))
         records = _records(outcomes)
         values = metrics.success_metrics("eval", records, float(hp["success_threshold"]), hp["pass_k_values"])
-        if not learner:
-            values.update(metrics.standin_metrics(records, policy.format_probabilities(), norm(start.weights)))
+        values.update(own_metrics(records))
         values["timing_s/eval"] = time.monotonic() - started
         mlflow.log(values, 0)
         job.set_secondary("Uploading", "Writing the evaluation results")
