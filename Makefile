@@ -34,7 +34,7 @@ help:
 	@echo "make lint       ruff (lint and format check) and mypy only"
 	@echo "make lab        open the notebooks in JupyterLab (this environment's python3 kernel, clean saves)"
 	@echo "make site       render the course as a static website in build/site/ (offline)"
-	@echo "make student    write output-free copies of the notebooks to student/ (generated, git-ignored)"
+	@echo "make student    write output-free copies of the notebooks to student/ (generated, git-ignored; keeps a copy you changed, FORCE=1 replaces it)"
 	@echo "make notebooks  re-execute every notebook offline and store its outputs (rewrites notebooks/ and figures/)"
 	@echo "make figures    re-execute every notebook offline and refresh figures/ only (on purpose; the notebooks stay as they are)"
 	@echo "make bench      print the benchmark medians and ratios"
@@ -155,9 +155,11 @@ lab: $(STAMP)
 site: $(STAMP)
 	$(BIN)/python -m mtrl_course.curriculum.site
 
-# Output-free copies for labs where learners run every cell; generated, never committed.
+# Output-free copies for labs where learners run every cell; generated, never committed. A copy
+# the learner changed is kept (student/.make-student.json records what was written); FORCE=1
+# replaces every copy.
 student: $(STAMP)
-	$(BIN)/python -m mtrl_course.curriculum.student
+	$(BIN)/python -m mtrl_course.curriculum.student$(if $(FORCE), --force)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_game.py
