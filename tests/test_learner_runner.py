@@ -60,6 +60,14 @@ def test_a_short_learner_job_trains_the_adapter_and_logs_its_metrics(tiny_base, 
     assert set(job.metric("val/reward/pass_at_1")) == {0, 2}
     assert set(job.metric("learner/update/sampled_tokens")) == {1, 2}
     assert set(job.metric("rollout/reward/mean")) == {1, 2}
+    # The run says which learner trained it (the stand-in's runs say theirs: tests/test_runner.py).
+    from mlflow.tracking import MlflowClient
+
+    from mtrl_course.local.learner_lane import TAG_VALUE
+
+    tags = MlflowClient(tracking).get_run(job.run_id).data.tags
+    assert tags[runner.POLICY_TAG] == TAG_VALUE and tags["mtrl.offline.learner"] == "learner"
+    assert tags["mtrl.offline.estimator"] == "grpo"
 
 
 def test_an_unknown_policy_in_the_environment_is_refused_by_name(monkeypatch) -> None:

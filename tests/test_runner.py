@@ -235,6 +235,7 @@ def test_a_short_training_run_logs_the_service_metrics(world, trained):
     assert history[("training/num_trajectories", 1)] == 64 and history[("val/reward/num_prompts", 0)] == VALIDATION_ROWS
     run = MlflowClient(trained.mlflow_tracking_uri).get_run(trained.service_output["MlflowDetails"]["RunId"])
     assert LABEL in run.data.tags[runner.POLICY_TAG] and run.info.status == "FINISHED"
+    assert run.data.tags["mtrl.offline.learner"] == "standin"
     assert run.data.params["group_size"] == "2"
     response, output = world.described(trained)
     statuses = [t["Status"] for t in response["SecondaryStatusTransitions"]]
