@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import functools
 import io
+import json
 import subprocess
 import sys
 import tokenize
@@ -305,6 +306,64 @@ def test_the_face_of_local_names_what_it_offers():
     tree = ast.parse(MODULES[LOCAL].read_text(encoding="utf-8"))
     functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     assert "__getattr__" not in functions
+
+
+def _attributes_of(source: str, name: str) -> set[str]:
+    """Every `name.attribute` the code (not its comments or strings) reads."""
+    tokens = [
+        t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type in (tokenize.NAME, tokenize.OP)
+    ]
+    return {
+        tokens[i + 2].string
+        for i in range(len(tokens) - 2)
+        if tokens[i].string == name
+        and tokens[i + 1].string == "."
+        and tokens[i + 2].type == tokenize.NAME
+        and (i == 0 or tokens[i - 1].string != ".")
+    }
+
+
+def _face_all() -> set[str]:
+    tree = ast.parse(MODULES[LOCAL].read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    raise AssertionError("local/__init__.py has no __all__")
+
+
+def test_the_faces_all_lists_exactly_what_it_defines_or_hands_on():
+    tree = ast.parse(MODULES[LOCAL].read_text(encoding="utf-8"))
+    public = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            public.add(node.name)
+        elif isinstance(node, ast.Assign):
+            public |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            public.add(node.target.id)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(LOCAL):
+            public |= {a.asname or a.name for a in node.names}
+    public = {n for n in public if not n.startswith("_")}
+    listed = _face_all()
+    assert listed <= public, f"__all__ names what the face does not have: {sorted(listed - public)}"
+    assert public <= listed, f"the face offers names __all__ does not list: {sorted(public - listed)}"
+
+
+def test_step_modules_and_notebooks_use_only_what_the_face_lists():
+    offered = _face_all()
+    used: dict[str, set[str]] = {}
+    sources = {name: path.read_text(encoding="utf-8") for name, path in MODULES.items() if name.startswith(TOOLKIT)}
+    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
+    for path in sorted(notebooks.glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        sources[path.name] = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    for name, text in sources.items():
+        if name == LOCAL or name.startswith(LOCAL + "."):
+            continue
+        found = _attributes_of(text, "local")
+        if found - offered:
+            used[name] = found - offered
+    assert not used, f"names used from the face that its __all__ does not list: {used}"
 
 
 def test_no_module_of_local_shadows_a_name_of_the_face():
