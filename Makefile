@@ -145,10 +145,10 @@ notebooks: $(STAMP)
 	$(BIN)/mtrl notebooks run
 
 # JupyterLab on the course: the notebooks ask for `python3`, so this environment gets its own
-# python3 kernelspec, preferred over one in your home folder (mtrl_course/curriculum/jupyter.py).
+# python3 kernelspec (installed only when the one there differs), preferred over one in your home
+# folder (mtrl_course/curriculum/jupyter.py).
 lab: $(STAMP)
 	@$(register-filter)
-	@$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" >/dev/null
 	$(BIN)/python -m mtrl_course.curriculum.jupyter
 
 # The course as a static website (mkdocs-material + mkdocs-jupyter), readable offline.

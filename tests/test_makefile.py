@@ -189,6 +189,10 @@ OTHER_SECOND_TIER = (
     ("tests/test_offline_aws.py", "test_presigned_url_points_at_a_local_mlflow_ui_the_course_can_start"),
     ("tests/test_cli.py", "test_train_evaluate_jobs_and_attach_offline"),
     ("tests/test_jupyter.py", "test_open_run_and_save_in_jupyterlab_keeps_make_test_green"),
+    # JupyterLab in chromium: a notebook opened and closed without running is not marked changed
+    # and asks nothing (issue 39), 23 s on the busy machine (its two parts, the contents manager
+    # and the save hook, are checked without a browser in `make test`).
+    ("tests/test_jupyter.py", "test_opening_and_closing_a_notebook_in_jupyterlab_asks_nothing"),
     ("tests/test_smoke.py", "test_the_no_entrypoint_program_ends_without_ever_listening"),
     # `make base`'s chain on a two-stage recipe of 12 games each, 17 to 25 s (most of it two
     # corpora's solver and two held-out evaluations): stage 2 continues stage 1's output and the
