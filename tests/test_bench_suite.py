@@ -71,7 +71,7 @@ def test_the_scope_is_the_baselines_test_files_and_numbered_notebooks(bench):
         or (name.startswith("notebooks/") and name.endswith(".ipynb") and name[len("notebooks/")].isdigit())
     }
     assert set(bench.baseline_paths("HEAD")) == {name for name in expected if (ROOT / name).exists()}
-    assert "notebooks/00_setup.ipynb" in expected and "notebooks/_template.ipynb" in listed
+    assert "notebooks/00_setup.ipynb" in expected
 
 
 def test_an_unknown_baseline_is_refused_with_its_name(bench):

@@ -353,8 +353,8 @@ def test_step_modules_and_notebooks_use_only_what_the_face_lists():
     offered = _face_all()
     used: dict[str, set[str]] = {}
     sources = {name: path.read_text(encoding="utf-8") for name, path in MODULES.items() if name.startswith(TOOLKIT)}
-    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
-    for path in sorted(notebooks.glob("*.ipynb")):
+    root = Path(__file__).resolve().parents[1]
+    for path in [*sorted((root / "notebooks").glob("*.ipynb")), root / "templates" / "_template.ipynb"]:
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         sources[path.name] = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     for name, text in sources.items():

@@ -39,6 +39,8 @@ from test_notebooks_hygiene import all_problems, check_metadata
 SERVER_STARTUP_TIMEOUT = 90
 CELL_TIMEOUT = 120
 FILTER_COMMAND = f"{sys.executable} -m mtrl_course.curriculum.nbfilter"
+# The template's path in the repository (templates/_template.ipynb), as git and JupyterLab name it.
+TEMPLATE = executor.TEMPLATE_PATH.relative_to(config.REPO_ROOT).as_posix()
 
 
 # ------------------------------------------------------------------------------ the filter
@@ -55,7 +57,7 @@ def _lab_metadata(nb: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_filter_is_the_identity_on_every_committed_notebook() -> None:
-    for path in sorted(config.NOTEBOOKS_DIR.glob("*.ipynb")):
+    for path in [*sorted(config.NOTEBOOKS_DIR.glob("*.ipynb")), executor.TEMPLATE_PATH]:
         text = path.read_text(encoding="utf-8")
         assert nbfilter.clean_text(text) == text, f"{path.name}: the filter would change a committed notebook"
 
@@ -113,13 +115,14 @@ def test_the_filter_is_idempotent_and_leaves_only_allowed_keys(
 
 
 def test_gitattributes_routes_the_notebooks_through_the_filter() -> None:
-    ran = subprocess.run(
-        ["git", "-C", str(config.REPO_ROOT), "check-attr", "filter", "notebooks/00_setup.ipynb"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert ran.stdout.strip().endswith(f"filter: {nbfilter.FILTER_NAME}"), ran.stdout
+    for path in ("notebooks/00_setup.ipynb", TEMPLATE):
+        ran = subprocess.run(
+            ["git", "-C", str(config.REPO_ROOT), "check-attr", "filter", path],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert ran.stdout.strip().endswith(f"filter: {nbfilter.FILTER_NAME}"), ran.stdout
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -138,9 +141,9 @@ def _git(repo: Path, *args: str) -> str:
 def scratch_repo(root: Path, *, with_filter: bool) -> Path:
     """A git repository holding the committed template, with (or without) the filter registered."""
     repo = root / ("filtered" if with_filter else "plain")
-    (repo / "notebooks").mkdir(parents=True)
+    (repo / TEMPLATE).parent.mkdir(parents=True)
     shutil.copy(config.REPO_ROOT / ".gitattributes", repo / ".gitattributes")
-    shutil.copy(executor.TEMPLATE_PATH, repo / "notebooks" / executor.TEMPLATE_PATH.name)
+    shutil.copy(executor.TEMPLATE_PATH, repo / TEMPLATE)
     _git(repo, "init", "-q")
     if with_filter:
         _git(repo, "config", f"filter.{nbfilter.FILTER_NAME}.clean", FILTER_COMMAND)
@@ -153,7 +156,7 @@ def test_with_the_filter_git_stores_no_change_after_lab_metadata(tmp_path: Path)
     """Another editor (Studio, VS Code) wrote volatile metadata: the diff is empty, `git add` stores
     nothing new, and afterwards the file is clean for a pull. Without the filter it is a change."""
     opened = nbfilter.dumps(_lab_metadata(json.loads(executor.TEMPLATE_PATH.read_text(encoding="utf-8"))))
-    target = "notebooks/_template.ipynb"
+    target = TEMPLATE
     repo = scratch_repo(tmp_path, with_filter=True)
     (repo / target).write_text(opened, encoding="utf-8")
     assert _git(repo, "diff", "--stat") == ""
@@ -167,7 +170,7 @@ def test_with_the_filter_git_stores_no_change_after_lab_metadata(tmp_path: Path)
 def test_the_pre_save_hook_cleans_course_notebooks_only() -> None:
     opened = _lab_metadata(json.loads(executor.TEMPLATE_PATH.read_text(encoding="utf-8")))
     own = json.loads(json.dumps(opened))
-    nbfilter.pre_save_hook(model={"type": "notebook", "content": opened}, path="notebooks/_template.ipynb")
+    nbfilter.pre_save_hook(model={"type": "notebook", "content": opened}, path=TEMPLATE)
     assert nbfilter.dumps(opened) == executor.TEMPLATE_PATH.read_text(encoding="utf-8")
     nbfilter.pre_save_hook(model={"type": "notebook", "content": own}, path="scratch/mine.ipynb")
     assert own["metadata"]["language_info"]["version"] == "3.11.7"
@@ -181,12 +184,12 @@ def test_notebooks_are_handed_to_jupyterlab_with_the_version_the_kernel_reports(
     from ipykernel.ipkernel import IPythonKernel
 
     reported = IPythonKernel.language_info  # what this environment's kernel sends in kernel_info
-    for path in sorted(config.NOTEBOOKS_DIR.glob("*.ipynb")):
+    for path in [*sorted(config.NOTEBOOKS_DIR.glob("*.ipynb")), executor.TEMPLATE_PATH]:
         text = path.read_text(encoding="utf-8")
         handed = jupyter.with_kernel_version(json.loads(text))
         assert handed["metadata"]["language_info"] == reported, path.name
         model = {"type": "notebook", "content": handed}
-        nbfilter.pre_save_hook(model=model, path=f"notebooks/{path.name}")
+        nbfilter.pre_save_hook(model=model, path=path.relative_to(config.REPO_ROOT).as_posix())
         assert nbfilter.dumps(handed) == text, path.name
     # A notebook that has a version, or asks for another kernel, is handed out as it is.
     other = {"metadata": {"kernelspec": {"name": "mtrl-wordle"}, "language_info": {"name": "python"}}}
@@ -244,6 +247,8 @@ def lab_server(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
     (root / "agent_src").symlink_to(config.REPO_ROOT / "agent_src")  # shaped like a checkout
     for path in config.NOTEBOOKS_DIR.glob("*.ipynb"):
         shutil.copy(path, root / "notebooks")
+    (root / TEMPLATE).parent.mkdir(parents=True)
+    shutil.copy(executor.TEMPLATE_PATH, root / TEMPLATE)
     token, port = uuid.uuid4().hex, _free_port()
     jupyter_home = tmp_path / "jupyter"
     env = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
@@ -369,7 +374,7 @@ def test_open_run_and_save_in_jupyterlab_keeps_make_test_green(
     lab_server: tuple[str, str, Path], tmp_path: Path
 ) -> None:
     url, token, root = lab_server
-    path = f"notebooks/{executor.TEMPLATE_PATH.name}"
+    path = TEMPLATE
     headers = {"Authorization": f"token {token}"}
     with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
         model = client.get(f"/api/contents/{path}", params={"content": 1}).raise_for_status().json()

@@ -38,6 +38,7 @@ from live_tools import StubEndpoint
 from mtrl_course import commands, deploy, preflight
 from mtrl_course.commands import Command, CommandFailed
 from mtrl_course.config import REPO_ROOT
+from mtrl_course.curriculum.executor import TEMPLATE_PATH
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 TOOL_TIMEOUT_S = 180.0
@@ -59,7 +60,7 @@ SAMPLE_ENV_ID = "offline-test-env"
 
 # ============================================================ the notebooks name only these
 def _code_cells() -> Iterator[tuple[str, str, str]]:
-    for path in sorted(NOTEBOOK_DIR.glob("*.ipynb")):
+    for path in [*sorted(NOTEBOOK_DIR.glob("*.ipynb")), TEMPLATE_PATH]:
         notebook = nbformat.read(path, as_version=4)
         for cell in notebook.cells:
             if cell.cell_type == "code":

@@ -25,7 +25,8 @@ import pytest
 from mtrl_course import config, notebook
 from mtrl_course.curriculum import catalog, executor, nbfilter
 
-NOTEBOOK_FILES = sorted(config.NOTEBOOKS_DIR.glob("*.ipynb"))
+# The lessons and the template for new ones (in templates/, out of the lessons' folder).
+NOTEBOOK_FILES = [*sorted(config.NOTEBOOKS_DIR.glob("*.ipynb")), executor.TEMPLATE_PATH]
 LIVE_CHECK = re.compile(r"\bnb\.(?:is_live|live_only|run_live)\b")
 SHELL_ESCAPE = re.compile(r"^\s*!|%sx\b|%system\b|get_ipython\(\)\.system\(", re.M)
 CELL_MAGIC_SHELL = re.compile(r"^\s*%%(?:bash|sh|script|system)\b")
@@ -204,7 +205,7 @@ def all_problems(nb: Any, nn: str) -> list[str]:
 
 # ------------------------------------------------------------------------ committed notebooks
 def test_there_are_notebooks_to_check() -> None:
-    assert executor.TEMPLATE_PATH in NOTEBOOK_FILES, "notebooks/_template.ipynb is missing"
+    assert executor.TEMPLATE_PATH.is_file(), "templates/_template.ipynb is missing"
 
 
 @pytest.mark.parametrize("path", NOTEBOOK_FILES, ids=_id)
@@ -688,7 +689,7 @@ def test_the_notebooks_beside_the_chain_get_folders_of_their_own_and_print_none_
     inside its folder: the stored outputs were taken in the chain's."""
     import notebooks_conftest_plugin as plugin
 
-    paths = sorted(config.NOTEBOOKS_DIR.glob("*.ipynb"))
+    paths = NOTEBOOK_FILES
     folders = {path.name: plugin.notebook_state_dir(path) for path in paths}
     chain = sorted(name for name, folder in folders.items() if folder == plugin.BATCH_STATE_DIR)
     assert chain == sorted(name for name in folders if re.match(r"0[0-8]_", name)), folders

@@ -46,7 +46,10 @@ from mtrl_course.notebook import BATCH_ENV_VAR, BOOTSTRAP_TAGS, TEMPLATE_ID, boo
 CELL_TIMEOUT = 600  # seconds per cell; offline notebooks aim for about 90 s in total
 KERNEL_STARTUP_TIMEOUT = 60
 CURRENT_ENV_KERNEL = "mtrl-current-env"
-TEMPLATE_PATH = config.NOTEBOOKS_DIR / f"{TEMPLATE_ID}.ipynb"
+# The template for new lessons lives outside notebooks/, so JupyterLab's file browser and the
+# site list the lessons only (it sorted first there); nbval checks it like any notebook.
+TEMPLATES_DIR = config.REPO_ROOT / "templates"
+TEMPLATE_PATH = TEMPLATES_DIR / f"{TEMPLATE_ID}.ipynb"
 BANNER_TAG = "banner"
 NEXT_TAG = "next"
 BOOTSTRAP_TAG = BOOTSTRAP_TAGS[0]
@@ -368,7 +371,7 @@ def execute(path: Path, timeout: int = CELL_TIMEOUT, *, store: bool = True) -> d
         record_timing=False,
         shutdown_kernel="immediate",  # the outputs are in; a graceful shutdown only adds seconds
         store_widget_state=False,
-        resources={"metadata": {"path": str(config.NOTEBOOKS_DIR)}},
+        resources={"metadata": {"path": str(path.parent)}},  # the notebook's folder, as nbval and Jupyter
     )
     start = time.perf_counter()
     row: dict[str, Any] = {

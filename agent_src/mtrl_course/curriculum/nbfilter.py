@@ -6,8 +6,9 @@ environment registered as "mtrl-wordle") rewrites `kernelspec`, and JupyterLab o
 add cell metadata (`execution` timings, `collapsed`, `scrolled`, Studio's instance list). Saved and
 committed, that churn fails the hygiene test and turns every `git pull` into a conflict.
 
-`.gitattributes` routes `notebooks/*.ipynb` through this filter and `make venv` registers it in
-the clone's git config (`filter.mtrl-notebook.clean`), so git stores, diffs and compares every
+`.gitattributes` routes `notebooks/*.ipynb` and the lesson template (`templates/*.ipynb`) through
+this filter and `make venv` registers it in the clone's git config (`filter.mtrl-notebook.clean`),
+so git stores, diffs and compares every
 notebook as if that metadata were absent: a notebook that was only opened, run and saved shows no
 change in `git status`, and a pull goes through.
 
@@ -36,8 +37,9 @@ from mtrl_course.curriculum.executor import (
 )
 
 FILTER_NAME = "mtrl-notebook"
-# Where the filter applies: the course notebooks (as in .gitattributes), not a learner's own files.
-COURSE_FOLDER = "notebooks/"
+# Where the filter applies: the course notebooks and the lesson template (as in .gitattributes),
+# not a learner's own files.
+COURSE_FOLDERS = ("notebooks/", "templates/")
 
 
 def clean_metadata(nb: dict[str, Any]) -> dict[str, Any]:
@@ -84,7 +86,7 @@ def pre_save_hook(model: dict[str, Any], path: str, **_: Any) -> None:
     """
     if (
         model.get("type") == "notebook"
-        and path.lstrip("/").startswith(COURSE_FOLDER)
+        and path.lstrip("/").startswith(COURSE_FOLDERS)
         and isinstance(model.get("content"), dict)
     ):
         clean_metadata(model["content"])
