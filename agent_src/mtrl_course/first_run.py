@@ -57,6 +57,11 @@ SMOKE_EVALUATION_WORDS = 4
 SMOKE_EVALUATION_TEMPERATURE = 1.0  # a sampled game, through CreateJob (the path the grid uses)
 SMOKE_DATA_PREFIX = "smoke/"
 NOTEBOOK = "00"
+# Live, the runtime's lines reach CloudWatch seconds after the call (notebook 03 waits 15 s).
+# Without them a healthy answer (-1.5 and the Job Runtime's 400 "Could not find job") cannot be
+# told from a 403 or a missing policy, and the invoke step failed on every live run.
+RUNTIME_LOG_WAIT_S = 10.0
+RUNTIME_LOG_READS = 6
 REPORT_DIR = config.STATE_DIR / "first-run"
 OPT_IN_FLAG = "--yes-i-will-pay"
 
@@ -526,7 +531,10 @@ def _step_invoke(run: FirstRun, ctx: _Context) -> str:
         ctx.resources = resources.prepare(session=ctx.session, notebook=NOTEBOOK)
     ctx.runtime_arn = smoke.find_runtime_arn(ctx.session)
     payload = smoke.smoke_payload(smoke.caller_account(ctx.session), session=ctx.session)
+    since = time.time()
     result = smoke.invoke_smoke(ctx.runtime_arn, payload, ctx.session)
+    if config.is_live():
+        result = _with_runtime_logs(result, since, ctx.session)
     cause, fix = smoke.diagnose(result)
     if config.is_live():
         with _contextlib_suppress():
@@ -538,6 +546,23 @@ def _step_invoke(run: FirstRun, ctx: _Context) -> str:
     if not result.ok:
         raise FirstRunFailed(f"the runtime answered {result.summary()}: {cause}; {fix}")
     return f"reward {result.reward} in {result.elapsed:.1f} s"
+
+
+def _with_runtime_logs(result: Any, since: float, session: Any) -> Any:
+    """Live: `result` with the runtime's CloudWatch lines since `since`, read until they settle the
+    diagnosis (or RUNTIME_LOG_READS reads); offline the lines were captured during the call."""
+    from mtrl_course import smoke
+
+    for _ in range(RUNTIME_LOG_READS):
+        if smoke.diagnose_row(result) is not smoke.UNCONFIRMED:
+            break
+        time.sleep(RUNTIME_LOG_WAIT_S)
+        try:
+            lines = smoke.runtime_logs(result.runtime_arn, since, session)
+        except LookupError:  # the log group appears with the runtime's first line
+            continue
+        result = dataclasses.replace(result, logs=tuple(lines))
+    return result
 
 
 def _contextlib_suppress() -> Any:
@@ -634,19 +659,21 @@ def run_first(
     session: Any | None = None,
     echo: Callable[[str], object] = print,
     report_dir: Path | str | None = None,
+    project_root: Path | str = config.REPO_ROOT,
 ) -> tuple[FirstRun, Path]:
     """Run the chain (see the module docstring); returns what it saw and the report's path.
 
     Stops at the first failed step and raises nothing itself: the failed step's row carries the
     service's message, `run.ok` is False, and the report lists what is left in the account.
     Live without `yes_i_will_pay` it stops after the estimate (PaymentNotConfirmed is recorded as
-    that step's message), having created nothing.
+    that step's message), having created nothing. `project_root` is the checkout whose agent_src/
+    holds the AgentCore project the live deploy runs in (a test passes a copy).
     """
     from mtrl_course import aws, preflight
 
     live = config.is_live()
     run = FirstRun(mode=config.MODE.value, started=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
-    ctx = _Context(session=session, echo=echo)
+    ctx = _Context(session=session, echo=echo, project_root=Path(project_root))
 
     def preflight_step() -> str:
         # Live, aws.session() names a missing Region or missing credentials in one line.
