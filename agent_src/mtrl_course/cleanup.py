@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mtrl_course.errors import aws_error_code
 from mtrl_course import config, deploy, iam, naming, run_scope, storage
 
 # --- what counts as the course's -------------------------------------------------------------------
@@ -154,11 +155,6 @@ def _session(session: Any | None) -> Any:
     return aws.session()
 
 
-def _error_code(error: Exception) -> str:
-    response = getattr(error, "response", None) or {}
-    return str(response.get("Error", {}).get("Code", type(error).__name__))
-
-
 def _has_course_tag(tags: Iterable[dict[str, str]]) -> bool:
     return any(t.get("Key") == TAG_KEY and t.get("Value") == TAG_VALUE for t in tags or [])
 
@@ -254,7 +250,7 @@ def _stacks(session: Any, scope: _Scope) -> list[Resource]:
         try:
             stack = cloudformation.describe_stacks(StackName=name)["Stacks"][0]
         except Exception as error:
-            if _error_code(error) == "ValidationError":  # CloudFormation's "does not exist"
+            if aws_error_code(error, or_type=True) == "ValidationError":  # CloudFormation's "does not exist"
                 continue
             raise
         if stack.get("StackStatus") in LIVE_STACK_STATES_GONE:
@@ -503,7 +499,12 @@ def _listings(session: Any, scope: _Scope) -> list[tuple[str, _Listing]]:
         try:
             listings.append((kind, _Listing(discoverer(session, scope))))
         except Exception as error:
-            listings.append((kind, _Listing(error=f"{_error_code(error)}: {naming.mask_account(str(error))[:160]}")))
+            listings.append(
+                (
+                    kind,
+                    _Listing(error=f"{aws_error_code(error, or_type=True)}: {naming.mask_account(str(error))[:160]}"),
+                )
+            )
     return listings
 
 
@@ -594,7 +595,11 @@ def not_touched(session: Any | None = None) -> Any:
                     rows.append({KIND: "CloudWatch log group", NAME: group["logGroupName"], WHY_COLUMN: LOG_GROUP_WHY})
     except Exception as error:
         rows.append(
-            {KIND: "CloudWatch log group", NAME: f"{CHECK_BY_HAND} ({_error_code(error)})", WHY_COLUMN: LOG_GROUP_WHY}
+            {
+                KIND: "CloudWatch log group",
+                NAME: f"{CHECK_BY_HAND} ({aws_error_code(error, or_type=True)})",
+                WHY_COLUMN: LOG_GROUP_WHY,
+            }
         )
     return pd.DataFrame(rows, columns=[KIND, NAME, WHY_COLUMN])
 
@@ -679,7 +684,9 @@ def cli_commands(frame: Any, session: Any | None = None) -> list[str]:
         try:
             commands += _steps_before(session, resource, deleting)
         except Exception as error:
-            commands.append(f"# {resource.kind} {resource.name}: {CHECK_BY_HAND} ({_error_code(error)})")
+            commands.append(
+                f"# {resource.kind} {resource.name}: {CHECK_BY_HAND} ({aws_error_code(error, or_type=True)})"
+            )
         commands.append(resource.command)
     return [naming.mask_account(command) for command in commands]
 
@@ -711,7 +718,7 @@ def _delete_runtime(session: Any, resource: Resource) -> str:
     try:
         control.delete_agent_runtime(agentRuntimeId=resource.ref["id"])
     except Exception as error:
-        if _error_code(error) == "ResourceNotFoundException":
+        if aws_error_code(error, or_type=True) == "ResourceNotFoundException":
             return "already gone (deleted with its stack)"
         raise
     return "deleted"
@@ -828,7 +835,7 @@ GONE_MESSAGE = re.compile(r"could not find|does not exist|not found", re.IGNOREC
 
 
 def _is_gone(error: Exception) -> bool:
-    code = _error_code(error)
+    code = aws_error_code(error, or_type=True)
     return code in GONE_CODES or (code in GONE_VALIDATION_CODES and bool(GONE_MESSAGE.search(str(error))))
 
 
@@ -853,7 +860,7 @@ def delete(frame: Any, confirm: bool = False, session: Any | None = None, *, ech
             try:
                 result = DELETERS[resource.kind](session, resource)
             except Exception as error:
-                code = _error_code(error)
+                code = aws_error_code(error, or_type=True)
                 result = "already gone" if _is_gone(error) else f"failed: {code}: {str(error)[:200]}"
         row = {KIND: resource.kind, NAME: naming.mask_account(resource.name), "result": naming.mask_account(result)}
         rows.append(row)

@@ -40,10 +40,11 @@ class ActionableError(RuntimeError):
         return [f"{type(self).__name__}: {self}"]
 
 
-def aws_error_code(error: BaseException) -> str:
-    """The service's error code of a botocore ClientError ("" for anything else)."""
+def aws_error_code(error: BaseException, *, or_type: bool = False) -> str:
+    """The service's error code of a botocore ClientError; for anything else "", or with
+    `or_type` the exception's class name (what a listing of failures shows)."""
     response = getattr(error, "response", None) or {}
-    return str(response.get("Error", {}).get("Code", ""))
+    return str(response.get("Error", {}).get("Code", type(error).__name__ if or_type else ""))
 
 
 def aws_refusal(error: BaseException) -> str:

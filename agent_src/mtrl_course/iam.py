@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from mtrl_course.errors import aws_error_code
 from mtrl_course import config, iam_decisions, service_spec
 from mtrl_course.naming import (
     DEFAULT_NOTEBOOK,
@@ -340,11 +341,6 @@ def _account(session: Any) -> str:
     return session.client("sts").get_caller_identity()["Account"]
 
 
-def _error_code(error: Exception) -> str:
-    response = getattr(error, "response", None) or {}
-    return str(response.get("Error", {}).get("Code", type(error).__name__))
-
-
 @functools.cache
 def _moto_managed_policies() -> dict[str, Any]:
     # 4.7 MB of JSON (0.7 s to parse): read once per process.
@@ -378,14 +374,14 @@ def managed_policy_arn(iam: Any, name: str, *, account: str, tags: list[dict[str
         iam.get_policy(PolicyArn=aws_arn)
         return aws_arn, None
     except Exception as error:
-        if _error_code(error) not in NOT_FOUND_CODES:
+        if aws_error_code(error, or_type=True) not in NOT_FOUND_CODES:
             raise
     stand_in_arn = f"arn:aws:iam::{account}:policy{STAND_IN_POLICY_PATH}{name}"
     document, source = _stand_in_document(name)
     try:
         iam.get_policy(PolicyArn=stand_in_arn)
     except Exception as error:
-        if _error_code(error) not in NOT_FOUND_CODES:
+        if aws_error_code(error, or_type=True) not in NOT_FOUND_CODES:
             raise
         iam.create_policy(
             PolicyName=name,
@@ -442,7 +438,7 @@ def _read_role(iam: Any, name: str) -> dict[str, Any] | None:
     try:
         return iam.get_role(RoleName=name)["Role"]
     except Exception as error:
-        if _error_code(error) in NOT_FOUND_CODES:
+        if aws_error_code(error, or_type=True) in NOT_FOUND_CODES:
             return None
         raise
 
@@ -561,7 +557,7 @@ def ensure_job_role(
         try:
             current = iam.get_role_policy(RoleName=report.name, PolicyName=JOB_ROLE_INLINE_POLICY)["PolicyDocument"]
         except Exception as error:
-            if _error_code(error) not in NOT_FOUND_CODES:
+            if aws_error_code(error, or_type=True) not in NOT_FOUND_CODES:
                 raise
             current = None
         if isinstance(current, str):
@@ -909,7 +905,7 @@ def _submit(sagemaker: Any, job_name: str, role_arn: str, document: Mapping[str,
     except Exception as error:
         response = getattr(error, "response", None) or {}
         message = response.get("Error", {}).get("Message", str(error))
-        return _error_code(error), mask_account(message)
+        return aws_error_code(error, or_type=True), mask_account(message)
     return "accepted", "the job was created"
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+from mtrl_course.errors import aws_error_code
 from mtrl_course import config, naming
 
 BUCKET_ENV_VAR = "MTRL_BUCKET"
@@ -76,11 +77,6 @@ def _session(session: Any | None) -> Any:
 
 def _region(session: Any) -> str:
     return session.region_name or config.OFFLINE_REGION
-
-
-def _error_code(error: Exception) -> str:
-    response = getattr(error, "response", None) or {}
-    return str(response.get("Error", {}).get("Code", type(error).__name__))
 
 
 def parse_s3_uri(uri: str) -> tuple[str, str]:
@@ -161,7 +157,7 @@ def bucket_exists(bucket: str, session: Any | None = None) -> bool:
     try:
         s3.head_bucket(Bucket=bucket)
     except Exception as error:
-        if _error_code(error) in MISSING_BUCKET_CODES:
+        if aws_error_code(error, or_type=True) in MISSING_BUCKET_CODES:
             return False
         raise
     return True
