@@ -317,10 +317,16 @@ def bootstrap_source(nn: str) -> str:
     search for the repository or touch `sys.path`; `setup` says so when the kernel imports the
     toolkit from another checkout than the one the notebook is in.
     """
+    if nn == "00":  # notebook 00 installs the toolkit in Studio itself: it cannot send you to notebook 00
+        installed = "installed by `make`, or in Studio by section 0"
+        missing = "Use `make lab`, or in Studio section 0 below."
+    else:
+        installed = "installed by `make` or notebook 00"
+        missing = "Run notebook 00 (or `make lab`) first."
     return "\n".join(
         [
-            "# Bootstrap: the course toolkit (installed by `make` or notebook 00); offline unless MTRL_MODE=live.",
-            "from mtrl_course import notebook  # No module named 'mtrl_course'? Run notebook 00 (or `make lab`) first.",
+            f"# Bootstrap: the course toolkit ({installed}); offline unless MTRL_MODE=live.",
+            f"from mtrl_course import notebook  # No module named 'mtrl_course'? {missing}",
             f'nb = notebook.setup("{nn}")',
         ]
     )
