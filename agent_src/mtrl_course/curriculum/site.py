@@ -64,6 +64,7 @@ DOC_TITLES = {
     "DESIGN.md": "Design notes",
     "REWARD.md": "The reward on one page",
     "INSTRUCTOR_GUIDE.md": "Instructor guide",
+    "CONTRIBUTING.md": "Contributing: tests and maintenance",
 }
 # An empty script instead of MathJax from a CDN (see the module docstring).
 NO_MATHJAX = "data:text/javascript,"
