@@ -169,7 +169,9 @@ class Lab:
         job = MemoryJob(name, hp, prompts, self.tracking_uri, experiment="standin-lessons")
         if start is not None:
             package = f"arn:aws:sagemaker:{REGION}:{self.account}:model-package/lessons/{self.runs}"
-            standin_lane.register_adapter(self.adapter_dir, package, start.save(self.adapter_dir / f"start-{name}.json"))
+            standin_lane.register_adapter(
+                self.adapter_dir, package, start.save(self.adapter_dir / f"start-{name}.json")
+            )
             job.config.input_model_package_arn = package
         os.environ[rollout.REASONING_EFFORT_ENV] = DEPLOYED_EFFORT
         started = time.monotonic()
