@@ -9,7 +9,7 @@ through the real rollout handler, game and reward; the paths differ only in tran
 agent's model-client settings:
 
 - fast lane: the handler in-process with the Strands custom model provider (`local.fastlane`),
-  on one thread, as the local training runner uses it (`runner.FAST_LANE_WORKERS`);
+  on one thread, as the local training runner uses it (`rollout_session.FAST_LANE_WORKERS`);
 - full HTTP path: the local AgentCore runtime (the real `BedrockAgentCoreApp` of
   `wordle_agent.main`, served by uvicorn on loopback in a process of its own, or `--workers`, as
   AgentCore runs the agent apart from the service) invoked `--concurrency`
@@ -141,7 +141,7 @@ def _emulator():
 def fast_lane(emulator, prompts: list[str], episodes: int, run: int) -> Measure:
     from mtrl_course.local import fastlane
     from mtrl_course.local.stand_in_policy import StandInPolicy
-    from mtrl_course.local.runner import FAST_LANE_WORKERS  # as the training runner plays
+    from mtrl_course.local.rollout_session import FAST_LANE_WORKERS  # as the training runner plays
 
     arn = _job_arn("fast")
     emulator.register_job(arn, StandInPolicy(seed=SEED))
@@ -442,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
         f"  machine load (1-minute average, {os.cpu_count()} cores): {load_before[0]:.1f} before, {load_after[0]:.1f} after"
     )
     print(f"  {'path':<38} {'episodes/s':>10} {'model calls/s':>13} {'guesses/s':>10} {'CPU ms/episode':>15}")
-    from mtrl_course.local.runner import FAST_LANE_WORKERS
+    from mtrl_course.local.rollout_session import FAST_LANE_WORKERS
 
     print(_row(f"fast lane ({FAST_LANE_WORKERS} thread(s))", fast))
     print(_row(f"full HTTP path ({args.concurrency} concurrent)", http))

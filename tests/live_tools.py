@@ -45,6 +45,7 @@ import pytest
 
 from mtrl_course import deploy
 from mtrl_course.config import REPO_ROOT
+from mtrl_course.netguard import GUARD_ENV_VAR
 
 BUILD_DIR = REPO_ROOT / "build"
 NPM_DIR = BUILD_DIR / "npm"
@@ -277,6 +278,10 @@ def install_aws_cli() -> Path:
             ],
             staging,
             NPM_INSTALL_TIMEOUT_S,
+            # pip fetches from the package registry, as npm does for the AgentCore CLI: the suite's
+            # network guard (which a Python child installs through its sitecustomize) is off for
+            # this one install, and only for it.
+            env={GUARD_ENV_VAR: "0"},
         )
         if completed.returncode != 0:
             raise RuntimeError(f"pip could not install the AWS CLI v1:\n{_tail(completed)}")

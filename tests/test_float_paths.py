@@ -55,6 +55,7 @@ FORBIDDEN = re.compile(r"\bnp\.(exp|log|dot|matmul|einsum)\(|\bnp\.linalg\.norm\
 # or a vectorised exp/log, with the reason.
 MACHINE_INDEPENDENT = {
     "test_costs.py": "prices times counts: element-wise arithmetic on integers and decimals",
+    "test_first_run.py": "the first run's cost estimate: prices times token counts, element-wise arithmetic",
     "test_site.py": "sizes measured in a browser's layout, no numpy arithmetic",
     "test_main.py": "timings and integer counts of the CLI entry point",
     "test_cli_play_cleanup.py": "rewards of scripted games: integer tiers and element-wise arithmetic",
