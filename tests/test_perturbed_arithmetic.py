@@ -37,22 +37,13 @@ STORED_RERUNS = [
 ]
 
 
-@pytest.mark.slow
-@pytest.mark.experiments
-def test_every_committed_comparison_holds_under_perturbed_arithmetic(tmp_path: Path) -> None:
-    state = ROOT / ".state" / "perturbed"
-    shutil.rmtree(state, ignore_errors=True)
-    report = tmp_path / "passed-within-tolerance.txt"
+def run_perturbed(args: list[str], state: Path, figures: Path, **extra: str) -> tuple[str, dict[str, int]]:
+    """`pytest -n 0 <args>` in a child with the switch on and its own state and figures folders;
+    its output's tail (asserted to have passed) and its closing counts."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "MTRL_STATE_DIR"))}
-    env.update(
-        MTRL_PERTURB_ARITHMETIC="1",
-        MTRL_TEST_STATE_ROOT=str(state),
-        MTRL_TOLERANCE_REPORT=str(report),
-        MTRL_FIGURES_DIR=str(tmp_path / "figures"),  # the committed figures stay as they are
-    )
-    notebooks = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    env.update(MTRL_PERTURB_ARITHMETIC="1", MTRL_TEST_STATE_ROOT=str(state), MTRL_FIGURES_DIR=str(figures), **extra)
     ran = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "0", "-p", "no:cacheprovider", "-q", *notebooks, *STORED_RERUNS],
+        [sys.executable, "-m", "pytest", "-n", "0", "-p", "no:cacheprovider", "-q", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -61,10 +52,24 @@ def test_every_committed_comparison_holds_under_perturbed_arithmetic(tmp_path: P
     )
     tail = ran.stdout[-6000:]
     assert ran.returncode == 0, tail
+    counts = {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|error)", ran.stdout.splitlines()[-1])}
+    return ran.stdout, counts
+
+
+@pytest.mark.slow
+@pytest.mark.experiments
+def test_every_committed_comparison_holds_under_perturbed_arithmetic(tmp_path: Path) -> None:
+    state = ROOT / ".state" / "perturbed"
+    shutil.rmtree(state, ignore_errors=True)
+    report = tmp_path / "passed-within-tolerance.txt"
+    notebooks = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    # The committed figures stay as they are: the child draws into tmp_path.
+    out, counts = run_perturbed(
+        [*notebooks, *STORED_RERUNS], state, tmp_path / "figures", MTRL_TOLERANCE_REPORT=str(report)
+    )
     # The notebook cells that re-run a stored experiment (skipped by `make test`) ran here.
-    assert STORED_RERUN_SKIP not in ran.stdout, tail
-    summary = re.findall(r"(\d+) (passed|failed|error)", ran.stdout.splitlines()[-1])
-    assert dict((kind, int(n)) for n, kind in summary).get("passed", 0) > 100, tail
+    assert STORED_RERUN_SKIP not in out, out[-6000:]
+    assert counts.get("passed", 0) > 100, out[-6000:]
     needed = report.read_text().split() if report.exists() else []
     assert needed, "no cell needed its tolerance: MTRL_PERTURB_ARITHMETIC changed nothing that is compared"
     shutil.rmtree(state, ignore_errors=True)
@@ -75,35 +80,5 @@ def test_every_committed_comparison_holds_under_perturbed_arithmetic(tmp_path: P
 def test_every_first_tier_module_that_compares_floats_passes_under_perturbed_arithmetic(tmp_path: Path) -> None:
     """The first-tier tests of every module marked `floats` (tests/test_float_paths.py says which
     modules must carry the mark), run again with the switch on: their tolerances must hold."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "MTRL_STATE_DIR"))}
-    env.update(
-        MTRL_PERTURB_ARITHMETIC="1",
-        MTRL_TEST_STATE_ROOT=str(tmp_path / "state"),
-        MTRL_FIGURES_DIR=str(tmp_path / "figures"),
-    )
-    ran = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-n",
-            "0",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            "-m",
-            "floats and not experiments",
-            "tests",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    tail = ran.stdout[-6000:]
-    assert ran.returncode == 0, tail
-    summary = dict(
-        (kind, int(n)) for n, kind in re.findall(r"(\d+) (passed|failed|error)", ran.stdout.splitlines()[-1])
-    )
-    assert summary.get("passed", 0) > 200 and not summary.get("failed"), tail
+    out, counts = run_perturbed(["-m", "floats and not experiments", "tests"], tmp_path / "state", tmp_path / "figures")
+    assert counts.get("passed", 0) > 200 and not counts.get("failed"), out[-6000:]
