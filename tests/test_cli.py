@@ -158,7 +158,9 @@ def test_train_evaluate_jobs_and_attach_offline(capsys, offline, tmp_path, monke
         code, out = run(capsys, "evaluate", "--runs", "base:0", "trained:1.0")
         assert code == 0 and f"trained = {name}" in out
         rows = [line for line in out.splitlines() if " low " in line]
-        assert len(rows) == 2 and "MultiTurnRLEvaluator" in rows[0] and "CreateJob" in rows[1]
+        # Both through CreateJob: only it carries the training token cap (evaluation.EVAL_MAX_TOKENS);
+        # the SDK's pipeline is exercised in tests/test_evaluation.py.
+        assert len(rows) == 2 and "CreateJob" in rows[0] and "CreateJob" in rows[1]
 
         code, out = run(capsys, "jobs")
         assert code == 0 and name in out and out.count("AgentRFTEvaluation") == 2

@@ -80,7 +80,8 @@ def test_a_learner_attaches_to_the_instructors_run_with_only_its_id(tmp_path):
     os.makedirs(state, exist_ok=True)
     teacher = _run(INSTRUCTOR, state, INSTRUCTOR_RUN)
     assert teacher["job"].startswith(f"mtrl-wordle-train-{INSTRUCTOR_RUN}-")
-    assert teacher["vias"] == ["MultiTurnRLEvaluator", "CreateJob"]  # T=0 through the SDK's pipeline
+    # Both through CreateJob, the one path that carries the training token cap (evaluation.EVAL_MAX_TOKENS).
+    assert teacher["vias"] == ["CreateJob", "CreateJob"]
 
     learner = _run(LEARNER, state, LEARNER_RUN, INSTRUCTOR_RUN)
     assert learner["code"] == 0
