@@ -46,7 +46,7 @@ from mtrl_course.local.stand_in_policy import Adapter  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "reward_ablation.json"
 ADAPTER = ROOT / "experiments" / "results" / "reward_ablation_tiered_adapter.json"
-REWARDS = (rewards.OUTCOME_ONLY, rewards.TIERED, rewards.LEGACY)
+COMPARED = (rewards.OUTCOME_ONLY, rewards.TIERED, rewards.LEGACY)
 STEPS = 14
 BATCH = 16
 GROUP = 8
@@ -103,7 +103,7 @@ def evaluate_arm(adapter: Adapter, seed: int, words: int = EVAL_WORDS) -> dict[s
 def summary(per_seed: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
     """Mean and seed spread of each arm's evaluation and of its last training step."""
     out: dict[str, dict[str, dict[str, float]]] = {}
-    for reward in REWARDS:
+    for reward in COMPARED:
         arms = [per_seed[s][reward] for s in per_seed]
         table = {f"eval {k}": reward_designs.seed_spread([a["eval"][k] for a in arms]) for k in arms[0]["eval"]}
         for key in ("solve_rate", "lost_rate", "guesses_per_solve", "zero_adv_outcome_only", "zero_adv_tiered"):
@@ -132,9 +132,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     per_seed: dict[str, dict[str, Any]] = {}
     if args.resume and partial.is_file():
         per_seed = {s: arms for s, arms in json.loads(partial.read_text()).items() if int(s) in args.seeds}
-    with tqdm(total=len(args.seeds) * len(REWARDS), desc="reward ablation", file=sys.stderr) as progress:
+    with tqdm(total=len(args.seeds) * len(COMPARED), desc="reward ablation", file=sys.stderr) as progress:
         for seed in args.seeds:
-            for reward in REWARDS:
+            for reward in COMPARED:
                 progress.set_postfix_str(f"seed {seed}: {reward}")
                 if reward in per_seed.get(str(seed), {}):
                     progress.update(1)
@@ -156,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "global_batch_size": BATCH,
             "group_size": GROUP,
             "evaluation": {"words": EVAL_WORDS, "rollouts_per_word": EVAL_ROLLOUTS, "temperature": 1.0},
-            "rewards": list(REWARDS),
+            "rewards": list(COMPARED),
         },
         "git_commit": _git_commit(),
         "seconds": time.monotonic() - started,

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from mtrl_course import config, lockfile, notebook
 from mtrl_course.curriculum import catalog, executor
 
 EXPECTED_FILES = [
@@ -70,9 +71,9 @@ def test_unknown_notebook_names_the_known_ones() -> None:
 
 
 def test_tested_versions_come_from_the_lock() -> None:
-    pins = catalog.locked_versions()
-    assert list(pins) == list(catalog.KEY_PACKAGES)
-    lock = catalog.LOCK_FILE.read_text()
+    pins = lockfile.key_versions()
+    assert list(pins) == list(lockfile.KEY_PACKAGES)
+    lock = lockfile.LOCK_FILE.read_text()
     for name, version in pins.items():
         assert f"{name}=={version}" in lock
         assert f"{name} {version}" in catalog.tested_with()
@@ -149,3 +150,14 @@ def test_instructor_guide_times_are_the_catalogs() -> None:
     stated = {number: int(seconds) for number, seconds in GUIDE_ROW.findall(GUIDE.read_text(encoding="utf-8"))}
     measured = {entry.nn: entry.offline_seconds for entry in catalog.NOTEBOOKS}
     assert stated == measured
+
+
+def test_the_catalog_lists_the_lesson_files_on_disk() -> None:
+    # The lessons' bootstrap checks a notebook number against these files (notebook.check_lesson_number).
+    assert sorted(path.name for path in config.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb")) == EXPECTED_FILES
+
+
+def test_a_lesson_number_with_no_file_names_the_known_ones() -> None:
+    notebook.check_lesson_number("05")
+    with pytest.raises(notebook.UnknownLesson, match="known: 00, 01, .*, 11$"):
+        notebook.check_lesson_number("12")

@@ -258,7 +258,7 @@ def test_printed_forms_mask_real_accounts():
 def test_the_command_lists_then_deletes_with_yes(offline, tmp_path, capsys, monkeypatch):
     from mtrl_course import cli
 
-    monkeypatch.setattr(cleanup, "_session", lambda session: offline)
+    monkeypatch.setattr(cleanup.aws, "session_or_new", lambda session: offline)
     assert cli.main(["cleanup"]) == 0 and "nothing of this run's was found" in capsys.readouterr().out
     iam.ensure_job_role(session=offline)
     assert cli.main(["cleanup", "--dry-run"]) == 0

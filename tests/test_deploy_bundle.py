@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mtrl_course import deploy
+from mtrl_course import deploy, lockfile
 
 # What the bundle's top level must hold: the shim, the dependency manifest, the agent package.
 BUNDLE_TOP_LEVEL = {"main.py", "pyproject.toml", "wordle_agent"}
@@ -134,11 +134,11 @@ def test_dependency_manifest_is_the_agents_requirements(bundle: Path) -> None:
     dependencies = manifest["dependencies"]
     assert manifest["name"] == deploy.BUNDLE_PROJECT_NAME
     # The same requirements, each pinned to the version requirements.lock tested.
-    versions = deploy.tested_versions()
+    versions = lockfile.tested_versions()
     assert dependencies[: len(requirements)] == [deploy.pin_requirement(r, versions) for r in requirements]
     # agentcore.json keeps OpenTelemetry on, so the runtime starts main.py through
     # opentelemetry-instrument, which only the distro provides.
-    names = {deploy._requirement_name(r) for r in dependencies}
+    names = {lockfile.requirement_name(r) for r in dependencies}
     assert "aws-opentelemetry-distro" in names
     assert not names & COURSE_ONLY_PACKAGES
 

@@ -48,6 +48,8 @@ FOUNDATION = {
     "mtrl_course.mlflow_client",
     "mtrl_course.wordlists",
     "mtrl_course.deferred_imports",
+    "mtrl_course.lockfile",
+    "mtrl_course.tool_answers",
 }
 # Layer 3, one module per course step (and the lessons' toolkits: notebook 09's reward designs, notebook
 # 05's anatomy of one GRPO update).
@@ -55,12 +57,13 @@ STEPS = {
     f"mtrl_course.{name}"
     for name in (
         "iam preflight deploy smoke storage resources training monitoring evaluation costs plots cleanup "
-        "run_scope instructor_run reward_designs grpo_anatomy learner_results commands first_run"
+        "run_scope instructor_run reward_designs grpo_anatomy learner_results commands first_run notebook"
     ).split()
 }
-# Layer 4, the course machinery: the command line, progress bars, the notebooks' bootstrap and
-# curriculum/ (and the package's own face, which imports nothing).
-MACHINERY = {"mtrl_course", "mtrl_course.cli", "mtrl_course.progress", "mtrl_course.notebook"}
+# Layer 4, the course machinery: the command line, progress bars and curriculum/ (and the
+# package's own face, which imports nothing). The lessons' bootstrap (`notebook`) sits below it,
+# with the step modules: a lesson's kernel loads nothing of the machinery.
+MACHINERY = {"mtrl_course", "mtrl_course.cli", "mtrl_course.progress"}
 # The seam builds the backend (local.offline_backend) and hands it the path to moto (local.apicall).
 SEAM_MAY_USE = {"mtrl_course.local.offline_backend", "mtrl_course.local.apicall"}
 # What the deployed agent may import besides the standard library (DESIGN.md, "Packages").
@@ -502,8 +505,8 @@ def test_code_lines_skip_docstrings_comments_and_blanks(tmp_path):
 def test_no_module_is_very_long(name):
     # About 700 lines of code is where a module stops being one concern. The exceptions are one
     # concern each (docs/DESIGN.md): the Job Runtime emulator (one protocol, many endpoints), the
-    # dataset format (most of it the bounded, never-raising reader for hostile files), the job
-    # runner (one training loop with its faults), the coding tasks (data: 68 task definitions) and
+    # dataset format (most of it the bounded, never-raising reader for hostile files), the coding
+    # tasks (data: 68 task definitions) and
     # the command line (a third of it the parser's declarations, every option with its help text;
     # the handlers are a few lines each and call the toolkit; `mtrl smoke`, the first live run,
     # added its options).
@@ -511,8 +514,86 @@ def test_no_module_is_very_long(name):
         "mtrl_course.cli": 880,
         "mtrl_course.local.job_runtime_emulator": 950,
         "mtrl_course.dataset": 900,
-        "mtrl_course.local.runner": 750,
         "coding_agent.tasks": 800,
     }
     lines = code_lines(MODULES[name])
     assert lines <= exceptions.get(name, 700), f"{name} has {lines} lines of code"
+
+
+# DESIGN.md, "Where each concept lives, once": a name that defines a concept, and the one module
+# that may define it. Importing the name anywhere is fine; a second definition (a def, a class or
+# a module-level assignment of that name, in agent_src, the experiments or the benchmarks) is a
+# second home, which is how the two optimizers, two reward registries and two clue parsers began.
+CONCEPT_HOMES = {
+    "group_advantages": "mtrl_course.rl.advantages",
+    "Estimator": "mtrl_course.rl.advantages",
+    "ratio_weights": "mtrl_course.rl.objective",
+    "AdamW": "mtrl_course.rl.optim",
+    "REWARDS": "mtrl_course.rewards",
+    "TRAINING_SPEC": "mtrl_course.service_spec",
+    "TrainingHyperparameters": "mtrl_course.service_spec",
+    "WALKTHROUGH_OVERRIDES": "mtrl_course.service_spec",
+    "OFFLINE_OVERRIDES": "mtrl_course.service_spec",
+    "ServiceError": "mtrl_course.errors",
+    "aws_error_code": "mtrl_course.errors",
+    "session_or_new": "mtrl_course.aws",
+    "parse_clue": "mtrl_course.tool_answers",
+    "tested_versions": "mtrl_course.lockfile",
+    "Trainee": "mtrl_course.local.trainee",
+    "RunnerOptions": "mtrl_course.local.job_options",
+}
+# A few concepts have no single name: they are recognised by what the code holds.
+REPO = ROOT.parent
+OTHER_CODE = sorted([*(REPO / "experiments").glob("*.py"), *(REPO / "benchmarks").glob("*.py")])
+
+
+def _definitions(path: Path) -> set[str]:
+    """Names a file defines: every def and class at any depth, and module-level assignments."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    for node in tree.body:
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
+        names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return names
+
+
+def _string_constants(path: Path) -> set[str]:
+    return {
+        n.value
+        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    }
+
+
+def test_each_concept_is_defined_in_its_one_home():
+    files = {**{name: path for name, path in MODULES.items()}, **{str(p.relative_to(REPO)): p for p in OTHER_CODE}}
+    homes: dict[str, list[str]] = {concept: [] for concept in CONCEPT_HOMES}
+    for name, path in files.items():
+        for concept in _definitions(path) & set(CONCEPT_HOMES):
+            homes[concept].append(name)
+    assert {c: sorted(h) for c, h in homes.items() if h != [CONCEPT_HOMES[c]]} == {}
+
+
+def test_only_the_lock_reader_names_the_lock_file_and_only_the_answer_parser_reads_feedback():
+    lock_readers, feedback_parsers = [], []
+    for name, path in [*MODULES.items(), *((str(p.relative_to(REPO)), p) for p in OTHER_CODE)]:
+        strings = _string_constants(path)
+        if "requirements.lock" in strings:
+            lock_readers.append(name)
+        # The game's feedback and solve lines are parsed with these two patterns' pieces.
+        if any("all green" in s and "\\s" in s for s in strings) or any(s.startswith(r"Guess\s+") for s in strings):
+            feedback_parsers.append(name)
+    assert lock_readers == ["mtrl_course.lockfile"]
+    assert feedback_parsers == ["mtrl_course.tool_answers"]
+
+
+def test_design_md_names_every_concepts_home():
+    text = (REPO / "docs" / "DESIGN.md").read_text(encoding="utf-8")
+    start = text.index("Where each concept lives, once")
+    table = text[start:].split("\n\n")[1]
+    assert table.startswith("| concept | module |")
+    for concept, home in CONCEPT_HOMES.items():
+        short = home.removeprefix("mtrl_course.")
+        assert f"`{short}" in table, f"DESIGN.md's concept table does not name {short} ({concept})"

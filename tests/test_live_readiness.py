@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from mtrl_course import aws, config, deploy, smoke
+from mtrl_course import aws, config, deploy, lockfile, smoke
 
 
 @pytest.fixture
@@ -39,9 +39,9 @@ def test_write_targets_names_the_bad_input(tmp_path, account, region):
 
 def test_the_bundle_pins_every_locked_requirement_to_the_tested_version(tmp_path):
     requirements = deploy.bundle_requirements(deploy.AGENT_PACKAGE_DIR / deploy.REQUIREMENTS_NAME, with_otel=False)
-    locked = deploy.tested_versions()
+    locked = lockfile.tested_versions()
     for line in requirements:
-        name = deploy._requirement_name(line)
+        name = lockfile.requirement_name(line)
         assert name in locked, f"{name} is not in requirements.lock, so the bundle cannot pin it"
         assert f"=={locked[name]}" in line, line
     assert any(line.startswith("strands-agents[openai]==") for line in requirements)

@@ -5,15 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mtrl_course.local.transcript import (
-    clues_from_messages,
-    game_over_in,
-    is_over,
-    is_solved,
-    parse_clue,
-    solved_in,
-    tool_result_texts,
-)
+from mtrl_course.local.transcript import clues_from_messages, game_over_in, solved_in, tool_result_texts
+from mtrl_course.tool_answers import is_over, is_solved, parse_clue
 from wordle_agent.game import MAX_TOOL_CALLS, WordleGame, score_guess
 from wordle_agent.words import ALLOWED, ANSWERS
 

@@ -139,6 +139,12 @@ def session(region: str | None = None) -> boto3.Session:
     )
 
 
+def session_or_new(given: boto3.Session | None) -> boto3.Session:
+    """`given` when a caller passed one, else a new `session()`: the step functions' optional
+    `session=` argument, resolved in one place."""
+    return given if given is not None else session()
+
+
 def reuse_clients(session: boto3.Session) -> boto3.Session:
     """`session`, whose `client(...)` returns the client it made before for the same arguments.
 

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from mtrl_course.errors import aws_error_code
-from mtrl_course import config, deploy, iam, naming, run_scope, storage
+from mtrl_course import aws, config, deploy, iam, naming, run_scope, storage
 
 # --- what counts as the course's -------------------------------------------------------------------
 NAME_PREFIX = naming.NAME_PREFIX
@@ -145,14 +145,6 @@ class _Listing:
 
     resources: list[Resource] = field(default_factory=list)
     error: str | None = None
-
-
-def _session(session: Any | None) -> Any:
-    if session is not None:
-        return session
-    from mtrl_course import aws
-
-    return aws.session()
 
 
 def _has_course_tag(tags: Iterable[dict[str, str]]) -> bool:
@@ -518,7 +510,7 @@ def discover(session: Any | None = None) -> Any:
     """
     import pandas as pd
 
-    session = _session(session)
+    session = aws.session_or_new(session)
     rows = []
     for kind, listing in _listings(session, _scope(session)):
         for resource in listing.resources:
@@ -573,7 +565,7 @@ def not_touched(session: Any | None = None) -> Any:
     """
     import pandas as pd
 
-    session = _session(session)
+    session = aws.session_or_new(session)
     rows = []
     for _kind, listing in _listings(session, _scope(session)):
         for resource in listing.resources:
@@ -674,7 +666,7 @@ def cli_commands(frame: Any, session: Any | None = None) -> list[str]:
     detached, each policy after it is detached everywhere else (those steps are read from the
     account when this is called).
     """
-    session = _session(session)
+    session = aws.session_or_new(session)
     resources = sorted(
         (r for r in frame[RESOURCE] if isinstance(r, Resource)), key=lambda r: (ORDER.index(r.kind), r.name)
     )
@@ -849,7 +841,7 @@ def delete(frame: Any, confirm: bool = False, session: Any | None = None, *, ech
     """
     import pandas as pd
 
-    session = _session(session)
+    session = aws.session_or_new(session)
     resources = [r for r in frame[RESOURCE] if isinstance(r, Resource)] if RESOURCE in frame else []
     resources.sort(key=lambda r: (ORDER.index(r.kind), r.name))
     rows = []

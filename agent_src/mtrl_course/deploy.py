@@ -30,6 +30,7 @@ from pathlib import Path
 
 from mtrl_course import config
 from mtrl_course.config import REPO_ROOT
+from mtrl_course.lockfile import LOCK_FILE, requirement_name, tested_versions
 
 # ------------------------------------------------------------------------------ the project
 AGENT_SRC_DIR = REPO_ROOT / "agent_src"
@@ -39,7 +40,6 @@ TARGETS_FILE = AGENTCORE_DIR / "aws-targets.json"
 AGENT_PACKAGE = "wordle_agent"
 AGENT_PACKAGE_DIR = AGENT_SRC_DIR / AGENT_PACKAGE
 REQUIREMENTS_NAME = "requirements.txt"
-LOCK_FILE = REPO_ROOT / "requirements.lock"
 CDK_PACKAGE_FILE = AGENTCORE_DIR / "cdk" / "package.json"
 CDK_NPM_PACKAGE = "@aws/agentcore-cdk"
 # The version the CLI's own CDK project template (dist/assets/cdk/package.json of
@@ -197,12 +197,6 @@ def configure_targets(session: Any | None = None, targets_file: Path = TARGETS_F
 
 
 # ================================================================================= bundle
-def _requirement_name(requirement: str) -> str:
-    """The normalised distribution name of a requirement line (PEP 503)."""
-    name = re.split(r"[\s\[<>=!~;@(]", requirement.strip(), maxsplit=1)[0]
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def read_requirements(requirements_file: Path) -> list[str]:
     """Requirement lines of a requirements.txt, comments and blanks dropped, order kept."""
     requirements: list[str] = []
@@ -222,23 +216,12 @@ def read_requirements(requirements_file: Path) -> list[str]:
     return requirements
 
 
-def tested_versions(lock_file: Path = LOCK_FILE) -> dict[str, str]:
-    """name -> version of every `name==version` line of requirements.lock (the tested set)."""
-    versions: dict[str, str] = {}
-    for raw in Path(lock_file).read_text(encoding="utf-8").splitlines():
-        line = raw.split("#", 1)[0].strip()
-        match = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==([^\s;]+)", line)
-        if match:
-            versions[_requirement_name(match.group(1))] = match.group(3)
-    return versions
-
-
 def pin_requirement(requirement: str, versions: Mapping[str, str]) -> str:
     """`name[extras]==<tested version>` when the lock has it (the range is checked), else unchanged."""
     from packaging.requirements import Requirement
 
     parsed = Requirement(requirement)
-    version = versions.get(_requirement_name(parsed.name))
+    version = versions.get(requirement_name(parsed.name))
     if version is None:
         return requirement
     if parsed.specifier and not parsed.specifier.contains(version, prereleases=True):
@@ -260,8 +243,8 @@ def bundle_requirements(requirements_file: Path, *, with_otel: bool, lock_file: 
     if lock_file is not None and Path(lock_file).is_file():
         versions = tested_versions(lock_file)
         requirements = [pin_requirement(r, versions) for r in requirements]
-    otel_name = _requirement_name(OTEL_DISTRO_REQUIREMENT)
-    if with_otel and otel_name not in {_requirement_name(r) for r in requirements}:
+    otel_name = requirement_name(OTEL_DISTRO_REQUIREMENT)
+    if with_otel and otel_name not in {requirement_name(r) for r in requirements}:
         requirements.append(OTEL_DISTRO_REQUIREMENT)
     return requirements
 

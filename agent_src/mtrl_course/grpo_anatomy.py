@@ -8,8 +8,8 @@ show:
 1. one group: `group_size` games of the same secret word, played at temperature 1 by the base
    model through the batched player (`learner.play`, the agent's rules), each scored by the
    course's reward (`WordleGame.final_reward`, i.e. `wordle_agent.reward.outcome_reward`);
-2. the group-relative advantages (`local.grpo.group_advantages`, the same function the offline
-   service uses), one per game;
+2. the group-relative advantages (`rl.advantages.group_advantages`, the same function the offline
+   service's runner uses), one per game;
 3. which tokens carry the loss: only those the model sampled (`learner.grpo.sequences`); the
    system marker, the task, the template's turn openers and the tool results are context;
 4. the per-token terms of the objective and the gradient, then one Adam step on a fresh adapter
@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from mtrl_course import config, dataset, local
+from mtrl_course import config, dataset
 from mtrl_course.learner import grpo, play, weights
 from mtrl_course.learner import model as lm
 from mtrl_course.learner import tokenizer as tok
@@ -45,6 +45,7 @@ from mtrl_course.learner.lora import Adapter
 from mtrl_course.learner.threads import one_blas_thread
 from mtrl_course.numerics import exp, log, matmul, norm
 from mtrl_course.resources import DEFAULT_REASONING_EFFORT
+from mtrl_course.rl.advantages import group_advantages
 from mtrl_course.service_spec import OFFLINE_OVERRIDES, WALKTHROUGH_OVERRIDES, TrainingHyperparameters
 
 # The committed base model, the one the offline Job Runtime serves (`local.learner_policy.BASE_FILE`).
@@ -428,7 +429,7 @@ def anatomy(
             effort=effort,
         )
         rewards = np.array([g.reward for g in games])
-        advantages = local.group_advantages(rewards)
+        advantages = group_advantages(rewards)
         batch = samples(games, advantages)
         # A fresh adapter as a job starts one: rank and alpha from the job, B = 0 (changes nothing).
         before = Adapter.new(model_config, hp.lora_rank, float(hp.lora_alpha), np.random.default_rng([seed, 19]))
@@ -438,7 +439,7 @@ def anatomy(
         after, step = grpo.update(params, model_config, before, batch, grpo.optimizer(hp), 1, hyperparameters=hp)
         logp_after = [sequence_logprobs(params, model_config, after, s) for s in batch]
         _, second_pass = grpo.objective_gradient(params, model_config, after, batch, **objective)
-        tied = samples(games, local.group_advantages(np.full(len(games), rewards[0])))
+        tied = samples(games, group_advantages(np.full(len(games), rewards[0])))
         tied_grads, tied_group = grpo.objective_gradient(params, model_config, before, tied, **objective)
         tied_norm = float(np.sqrt(sum(float((g**2).sum()) for g in tied_grads.values())))
     return Anatomy(

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from mtrl_course.errors import aws_error_code
-from mtrl_course import config, iam_decisions, service_spec
+from mtrl_course import aws, config, iam_decisions, service_spec
 from mtrl_course.naming import (
     DEFAULT_NOTEBOOK,
     NAME_PREFIX,
@@ -329,14 +329,6 @@ evaluate_policy = iam_decisions.evaluate_policy
 # --- sessions and the stand-in policies ---------------------------------------------------------------
 
 
-def _session(session: Any | None) -> Any:
-    if session is not None:
-        return session
-    from mtrl_course import aws
-
-    return aws.session()
-
-
 def _account(session: Any) -> str:
     return session.client("sts").get_caller_identity()["Account"]
 
@@ -540,7 +532,7 @@ def ensure_job_role(
     `job_role_inline_policy` (the SDK's pre-flight actions and the evaluation pipeline's needs).
     IAM roles are not billed.
     """
-    session = _session(session)
+    session = aws.session_or_new(session)
     report = _ensure_role(
         session,
         "training job role",
@@ -609,7 +601,7 @@ def ensure_runtime_role(
     deployed runtime, or by `name`). Offline, it creates a stand-in role with the same trust
     and policy, so the next notebooks have one to point at.
     """
-    session = _session(session)
+    session = aws.session_or_new(session)
     iam = session.client("iam")
     purpose = "agent runtime role"
     if config.is_live():
@@ -803,7 +795,7 @@ def simulate_caller_policy(job_role_arn: str, *, session: Any | None = None) -> 
     """
     import pandas as pd
 
-    session = _session(session)
+    session = aws.session_or_new(session)
     document = caller_passrole_policy(job_role_arn)
     region = session.region_name or config.OFFLINE_REGION
     rows = []
@@ -844,7 +836,7 @@ def check_my_permissions(job_role_arn: str, *, session: Any | None = None) -> An
     """
     import pandas as pd
 
-    session = _session(session)
+    session = aws.session_or_new(session)
     principal = caller_principal_arn(session)
     iam = session.client("iam")
     region = session.region_name or config.OFFLINE_REGION
@@ -936,7 +928,7 @@ def demonstrate_wrong_principal(
         return None
     if attempts < 1:
         raise ValueError(f"attempts must be at least 1, got {attempts}")
-    session = _session(session)
+    session = aws.session_or_new(session)
     iam, sagemaker = session.client("iam"), session.client("sagemaker")
     account, region = _account(session), session.region_name or config.OFFLINE_REGION
     name = resource_name(WRONG_PRINCIPAL_KIND)
@@ -977,7 +969,7 @@ def describe_policy(policy_arn: str, *, session: Any | None = None) -> Any:
     """The statements of a managed policy's default version as a table (sid, effect, actions, resources)."""
     import pandas as pd
 
-    iam = _session(session).client("iam")
+    iam = aws.session_or_new(session).client("iam")
     version = iam.get_policy(PolicyArn=policy_arn)["Policy"]["DefaultVersionId"]
     document = iam.get_policy_version(PolicyArn=policy_arn, VersionId=version)["PolicyVersion"]["Document"]
     if isinstance(document, str):
@@ -998,4 +990,4 @@ def describe_policy(policy_arn: str, *, session: Any | None = None) -> Any:
 
 def role_exists(name: str, *, session: Any | None = None) -> bool:
     """Whether an IAM role of that name exists in the account."""
-    return _read_role(_session(session).client("iam"), name) is not None
+    return _read_role(aws.session_or_new(session).client("iam"), name) is not None

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtrl_course import config, naming, service_spec
+from mtrl_course import aws, config, naming, service_spec
 
 LAB_FILE_NAME = "lab.json"
 TRAINING_KIND = "train"  # training.JOB_KIND (not imported: training reads the attachment)
@@ -69,14 +69,6 @@ class Attachment:
 def lab_file() -> Path:
     """Where the attachment is kept (`.state/lab.json`, or under MTRL_STATE_DIR)."""
     return config.STATE_DIR / LAB_FILE_NAME
-
-
-def _session(session: Any | None) -> Any:
-    if session is not None:
-        return session
-    from mtrl_course import aws
-
-    return aws.session()
 
 
 def _tags(describe: Mapping[str, Any]) -> dict[str, str]:
@@ -158,7 +150,7 @@ def attach(run_or_job: str, session: Any | None = None, *, save: bool = True) ->
     if not isinstance(run_or_job, str) or not run_or_job.strip():
         raise ValueError("give the instructor's run id (e.g. a1b2c3) or the training job's name")
     run_or_job = run_or_job.strip()
-    session = _session(session)
+    session = aws.session_or_new(session)
     sagemaker = session.client("sagemaker")
     describe = _training_job(sagemaker, run_or_job)
     document = json.loads(describe.get("JobConfigDocument") or "{}")
@@ -247,7 +239,7 @@ def evaluation_results(attachment: Attachment | None = None, session: Any | None
         raise LookupError(
             "not attached to a run: call instructor_run.attach(run_id) (or `mtrl lab attach RUN_ID`) first"
         )
-    sagemaker = _session(session).client("sagemaker")
+    sagemaker = aws.session_or_new(session).client("sagemaker")
     default_temperature = service_spec.EVALUATION_SPEC["temperature"]["default"]
     rows = []
     for name in attachment.evaluation_jobs:

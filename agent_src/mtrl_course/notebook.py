@@ -36,9 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mtrl_course import commands, config
+from mtrl_course import commands, config, lockfile
 from mtrl_course.commands import Command
-from mtrl_course.curriculum import catalog
 
 T = TypeVar("T")
 
@@ -276,6 +275,24 @@ class _Table:
 
 
 # -------------------------------------------------------------------------------------- setup
+class UnknownLesson(KeyError):
+    """A notebook number with no lesson file; its str() is the message (a KeyError's is a repr)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def check_lesson_number(nn: str) -> None:
+    """UnknownLesson naming the known numbers unless notebooks/ holds a lesson `nn_*.ipynb`.
+
+    The lesson files themselves are the list, so the bootstrap needs nothing of the course
+    machinery (`curriculum.catalog` checks that its table and the files agree).
+    """
+    known = sorted({path.name[:2] for path in config.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb")})
+    if nn not in known:
+        raise UnknownLesson(f"no notebook {nn!r} in {config.NOTEBOOKS_DIR}; known: {', '.join(known)}")
+
+
 def setup(nn: str, seed: int = config.DEFAULT_SEED) -> NotebookContext:
     """Prepare this kernel for notebook `nn` and print one line: mode, Region, key versions.
 
@@ -284,7 +301,7 @@ def setup(nn: str, seed: int = config.DEFAULT_SEED) -> NotebookContext:
     Region at import time. Live, the Region comes from your AWS configuration.
     """
     if nn != TEMPLATE_ID:
-        catalog.get(nn)  # a typo in the bootstrap cell fails here, with the known numbers
+        check_lesson_number(nn)  # a typo in the bootstrap cell fails here, with the known numbers
     interactive = os.environ.get(BATCH_ENV_VAR, "") != "1"
     if not interactive:
         os.environ["TQDM_DISABLE"] = "1"  # for tqdm bars inside the toolkit and the SDKs
@@ -358,7 +375,7 @@ def status_line(context: NotebookContext) -> str:
 
 def installed_versions() -> dict[str, str]:
     found = {}
-    for name in catalog.KEY_PACKAGES:
+    for name in lockfile.KEY_PACKAGES:
         try:
             found[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
@@ -368,7 +385,7 @@ def installed_versions() -> dict[str, str]:
 
 def version_mismatches() -> list[str]:
     """Key packages whose installed version differs from requirements.lock (a warning, not an error)."""
-    tested = catalog.locked_versions()
+    tested = lockfile.key_versions()
     return [
         f"{name} {version}, tested {tested[name]}"
         for name, version in installed_versions().items()

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtrl_course import config
+from mtrl_course import config, lockfile
 from mtrl_course.iam import mask_account
 
 # --- what the checks compare against -------------------------------------------------------------
@@ -497,20 +497,9 @@ def in_sagemaker_studio() -> bool:
 def lock_pins(lock_file: Path | None = None) -> dict[str, str]:
     """`name -> version` for every `name==version` line of requirements.lock (names normalised).
 
-    Lines with an environment marker (`; sys_platform == ...`) are left out: judging a marker
-    needs `packaging`, which this must not import, and pip skips the ones that do not apply, so
-    counting them would ask for an install (and a kernel restart) on every run.
+    Lines with an environment marker are left to pip (`lockfile.tested_versions`).
     """
-    path = lock_file if lock_file is not None else config.REPO_ROOT / "requirements.lock"
-    pins = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        requirement = line.split("#")[0]
-        if ";" in requirement:
-            continue
-        name, sep, version = requirement.strip().partition("==")
-        if sep and name.strip():
-            pins[re.sub(r"[-_.]+", "-", name.strip()).lower()] = version.strip()
-    return pins
+    return lockfile.tested_versions(lock_file or lockfile.LOCK_FILE, unconditional_only=True)
 
 
 def packages_to_install(lock_file: Path | None = None) -> list[str]:
@@ -532,6 +521,6 @@ def install_commands(root: Path, python: str | None = None) -> list[list[str]]:
 
     python = python or sys.executable
     return [
-        [python, "-m", "pip", "install", "--quiet", "-r", str(Path(root) / "requirements.lock")],
+        [python, "-m", "pip", "install", "--quiet", "-r", str(Path(root) / lockfile.LOCK_FILE.name)],
         [python, "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(Path(root))],
     ]

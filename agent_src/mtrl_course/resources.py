@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtrl_course import config, deploy, errors, iam, instructor_run, naming, storage
+from mtrl_course import aws, config, deploy, errors, iam, instructor_run, naming, storage
 
 MLFLOW_APP_KIND = "mlflow"
 MLFLOW_ROLE_KIND = "mlflow-role"
@@ -156,8 +156,6 @@ def _still_usable(cached: CourseResources, backend: Any) -> bool:
 def offline_adapter_dir(backend: Any | None = None) -> Path:
     """Where offline jobs keep the stand-in adapters: `<offline state>/adapters/`."""
     if backend is None:
-        from mtrl_course import aws
-
         backend = aws.offline_backend()
     return Path(backend.state_dir) / ADAPTERS_SUBDIR
 
@@ -228,7 +226,7 @@ def find_mlflow_app(session: Any | None = None, name: str | None = None) -> str 
     if given:
         return given
     wanted = name or mlflow_app_name()
-    sagemaker = _session(session).client("sagemaker")
+    sagemaker = aws.session_or_new(session).client("sagemaker")
     token = None
     while True:
         page = sagemaker.list_mlflow_apps(**({"NextToken": token} if token else {}))
@@ -273,7 +271,7 @@ def ensure_mlflow_role(
     the job role, and the app needs only its artifact store, not the job's data, models and
     runtime. Trust: sagemaker.amazonaws.com (sts:AssumeRole). Policy: `mlflow_role_policy(bucket)`.
     """
-    session = _session(session)
+    session = aws.session_or_new(session)
     iam_client = session.client("iam")
     name = name or naming.resource_name(MLFLOW_ROLE_KIND)
     wanted_trust = iam.trust_policy(iam.MLFLOW_SERVICE, iam.RUNTIME_TRUST_ACTIONS)
@@ -325,7 +323,7 @@ def ensure_mlflow_app(
     `confirm_spend=True` (notebook 08 deletes it). Its artifacts go under the course prefix of the
     bucket; it runs as its own role (`ensure_mlflow_role`: that bucket only), not the job role.
     """
-    session = _session(session)
+    session = aws.session_or_new(session)
     found = find_mlflow_app(session)
     if found:
         return found
@@ -388,7 +386,7 @@ def deployed_reasoning_effort(resources: CourseResources, session: Any | None = 
     """
     if resources.runtime is not None:
         return resources.runtime.env.get(REASONING_EFFORT_ENV)
-    control = _session(session).client("bedrock-agentcore-control")
+    control = aws.session_or_new(session).client("bedrock-agentcore-control")
     runtime_id = resources.runtime_arn.rsplit("/", 1)[-1]
     try:
         variables = control.get_agent_runtime(agentRuntimeId=runtime_id).get("environmentVariables") or {}
@@ -418,7 +416,7 @@ def running_jobs(session: Any | None = None, category: str | None = None) -> lis
 
         aws.session()
         return local.running_jobs(category)
-    sagemaker = _session(session).client("sagemaker")
+    sagemaker = aws.session_or_new(session).client("sagemaker")
     names = []
     for kind in (category,) if category else JOB_CATEGORIES:
         for status in ACTIVE_JOB_STATUSES:
@@ -468,14 +466,6 @@ def set_reasoning_effort(resources: CourseResources, effort: str, session: Any |
 
 
 # ---------------------------------------------------------------------------------------- live
-def _session(session: Any | None) -> Any:
-    if session is not None:
-        return session
-    from mtrl_course import aws
-
-    return aws.session()
-
-
 # S3's answers when the bucket exists but this identity may not use it (HeadBucket has no body,
 # so botocore reports the status code) or may not list it.
 S3_DENIED_CODES = ("403", "Forbidden", "AccessDenied")
@@ -553,7 +543,7 @@ def _runtime_arn(session: Any, attachment: Any) -> tuple[str, str | None]:
 
 
 def _discover_live(session: Any | None) -> CourseResources:
-    session = _session(session)
+    session = aws.session_or_new(session)
     region = session.region_name
     account = session.client("sts").get_caller_identity()["Account"]
     missing: list[str] = []

@@ -19,19 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtrl_course import config, deploy, naming, storage
+from mtrl_course import aws, config, deploy, naming, storage
 
 NAME_PREFIX = naming.NAME_PREFIX
 TAG_KEY = naming.TAG_COURSE
 TAG_VALUE = config.COURSE_TAG
-
-
-def _session(session: Any | None) -> Any:
-    if session is not None:
-        return session
-    from mtrl_course import aws
-
-    return aws.session()
 
 
 def tag_index(session: Any) -> dict[str, str]:
@@ -58,7 +50,7 @@ RUN_NAMED = re.compile(
 
 def other_runs(session: Any | None = None) -> set[str]:
     """Run ids other than this one that the account shows: role and MLflow names, tags, S3 prefixes."""
-    session = _session(session)
+    session = aws.session_or_new(session)
     runs: set[str] = set()
     try:
         runs |= {r for r in tag_index(session).values() if r}
@@ -100,8 +92,6 @@ def created_file() -> Path:
     """Where the record is kept: the state folder live, the offline backend's folder offline."""
     if config.is_live():
         return config.STATE_DIR / CREATED_FILE_NAME
-    from mtrl_course import aws
-
     return Path(aws.offline_backend().state_dir) / CREATED_FILE_NAME
 
 

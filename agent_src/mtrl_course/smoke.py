@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mtrl_course import config, dataset, deploy, iam, naming
+from mtrl_course import aws, config, dataset, deploy, iam, naming
 
 # The no-server runtime is an offline stand-in (local.no_server); notebook 03 reaches it here, so
 # smoke re-exports it (`as` marks a re-export). The face of local/ imports only its names at load
@@ -91,7 +91,7 @@ def smoke_payload(account_id: str, region: str | None = None, *, session: Any | 
     fixed us-east-1 ARN would send a learner elsewhere down the wrong row of the diagnosis table.
     """
     if region is None:
-        region = _session(session).region_name or config.OFFLINE_REGION
+        region = aws.session_or_new(session).region_name or config.OFFLINE_REGION
     return dataset.smoke_payload(account_id, region)
 
 
@@ -115,17 +115,9 @@ def runtime_session_id(prefix: str = SESSION_ID_PREFIX) -> str:
     return session_id
 
 
-def _session(session: Any | None) -> Any:
-    if session is not None:
-        return session
-    from mtrl_course import aws
-
-    return aws.session()
-
-
 def caller_account(session: Any | None = None) -> str:
     """The account the credentials belong to (offline: moto's 123456789012)."""
-    return _session(session).client("sts").get_caller_identity()["Account"]
+    return aws.session_or_new(session).client("sts").get_caller_identity()["Account"]
 
 
 def runtime_region(runtime_arn: str) -> str:
@@ -145,7 +137,7 @@ def find_runtime_arn(session: Any | None = None, name: str | None = None) -> str
     started by `local_runtime()`. Raises LookupError saying which of the two is missing.
     """
     wanted = name or deploy.deployed_runtime_name()
-    control = _session(session).client("bedrock-agentcore-control")
+    control = aws.session_or_new(session).client("bedrock-agentcore-control")
     token = None
     while True:
         page = control.list_agent_runtimes(**({"nextToken": token} if token else {}))
@@ -336,7 +328,7 @@ def invoke_smoke(
                 f"build it with smoke_payload(account, region={runtime_at['region']!r})"
             )
     session_id = runtime_session_id() if session_id is None else session_id
-    client = _session(session).client(
+    client = aws.session_or_new(session).client(
         "bedrock-agentcore",
         config=Config(
             read_timeout=timeout,
@@ -396,7 +388,7 @@ def _no_capture() -> Iterator[list[LogLine]]:
 
 def stop_session(runtime_arn: str, session_id: str, session: Any | None = None) -> None:
     """Live: end the smoke test's runtime session now instead of at its idle timeout."""
-    _session(session).client("bedrock-agentcore").stop_runtime_session(
+    aws.session_or_new(session).client("bedrock-agentcore").stop_runtime_session(
         agentRuntimeArn=runtime_arn, runtimeSessionId=session_id
     )
 
@@ -419,7 +411,7 @@ def runtime_logs(
 ) -> list[LogLine]:
     """Live: the runtime's CloudWatch lines since `since` (epoch seconds). They arrive with a delay
     of seconds; call again if the smoke test's lines are not there yet."""
-    logs = _session(session).client("logs")
+    logs = aws.session_or_new(session).client("logs")
     group = runtime_log_group(runtime_arn, qualifier)
     try:
         events = logs.filter_log_events(logGroupName=group, startTime=int(since * 1000), limit=limit)["events"]

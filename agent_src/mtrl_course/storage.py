@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from mtrl_course.errors import aws_error_code
-from mtrl_course import config, naming
+from mtrl_course import aws, config, naming
 
 BUCKET_ENV_VAR = "MTRL_BUCKET"
 # The top-level key prefix of everything the course writes, in any bucket.
@@ -67,14 +67,6 @@ class S3Object:
 
 
 # --------------------------------------------------------------------------------- names and URIs
-def _session(session: Any | None) -> Any:
-    if session is not None:
-        return session
-    from mtrl_course import aws
-
-    return aws.session()
-
-
 def _region(session: Any) -> str:
     return session.region_name or config.OFFLINE_REGION
 
@@ -108,7 +100,7 @@ def bucket_name(session: Any | None = None) -> str:
         if not BUCKET_NAME.match(given):
             raise ValueError(f"{BUCKET_ENV_VAR}={given!r} is not a valid S3 bucket name")
         return given
-    session = _session(session)
+    session = aws.session_or_new(session)
     account = session.client("sts").get_caller_identity()["Account"]
     return default_bucket_name(account, _region(session))
 
@@ -147,13 +139,13 @@ def output_uri(session: Any | None = None, *, bucket: str | None = None) -> str:
 # ------------------------------------------------------------------------------------- buckets
 def bucket_region(bucket: str, session: Any | None = None) -> str:
     """The Region a bucket lives in."""
-    s3 = _session(session).client("s3")
+    s3 = aws.session_or_new(session).client("s3")
     location = s3.get_bucket_location(Bucket=bucket).get("LocationConstraint")
     return location or NO_LOCATION_REGION
 
 
 def bucket_exists(bucket: str, session: Any | None = None) -> bool:
-    s3 = _session(session).client("s3")
+    s3 = aws.session_or_new(session).client("s3")
     try:
         s3.head_bucket(Bucket=bucket)
     except Exception as error:
@@ -169,7 +161,7 @@ def ensure_bucket(session: Any | None = None, *, bucket: str | None = None, note
     A bucket that exists must be in the session's Region: the training job reads its data in
     the runtime's Region, so a bucket elsewhere is refused with a message naming both Regions.
     """
-    session = _session(session)
+    session = aws.session_or_new(session)
     region = _region(session)
     bucket = bucket or bucket_name(session)
     s3 = session.client("s3")
@@ -213,7 +205,7 @@ def upload_file(
     bucket, key = parse_s3_uri(uri)
     if not key or key.endswith("/"):
         raise ValueError(f"{uri!r} names a prefix, not an object: add the file name")
-    s3 = _session(session).client("s3")
+    s3 = aws.session_or_new(session).client("s3")
     body = path.read_bytes()
     extra = {"ContentType": DATASET_CONTENT_TYPES[path.suffix]} if path.suffix in DATASET_CONTENT_TYPES else {}
     s3.put_object(Bucket=bucket, Key=key, Body=body, Tagging=_object_tagging(notebook), **extra)
@@ -232,7 +224,7 @@ def upload_dataset(
     The bucket is created first if needed (`ensure_bucket`). Returns the uploaded objects in the
     order given; their `.uri` is what the trainer takes.
     """
-    session = _session(session)
+    session = aws.session_or_new(session)
     if len(files) != 2:
         raise ValueError(f"give exactly two files (training, validation), got {len(files)}")
     bucket = ensure_bucket(session, bucket=bucket, notebook=notebook)
@@ -242,7 +234,7 @@ def upload_dataset(
 
 def list_prefix(bucket: str, prefix: str = "", session: Any | None = None) -> list[S3Object]:
     """Every object under `prefix` (all pages), sorted by key."""
-    s3 = _session(session).client("s3")
+    s3 = aws.session_or_new(session).client("s3")
     found = []
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         found += [S3Object(bucket, item["Key"], int(item["Size"])) for item in page.get("Contents", [])]
@@ -250,7 +242,7 @@ def list_prefix(bucket: str, prefix: str = "", session: Any | None = None) -> li
 
 
 def prefix_exists(bucket: str, prefix: str, session: Any | None = None) -> bool:
-    s3 = _session(session).client("s3")
+    s3 = aws.session_or_new(session).client("s3")
     return bool(s3.list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1).get("KeyCount", 0))
 
 
@@ -283,7 +275,7 @@ def delete_prefix(bucket: str, prefix: str, session: Any | None = None) -> int:
     """Delete every object under `prefix`; returns how many. An empty prefix is refused."""
     if not prefix:
         raise ValueError("refusing to delete an empty prefix: that would empty the whole bucket; use delete_bucket")
-    s3 = _session(session).client("s3")
+    s3 = aws.session_or_new(session).client("s3")
     keys = ({"Key": o.key} for o in list_prefix(bucket, prefix, session))
     return _delete_keys(s3, bucket, keys)
 
@@ -294,7 +286,7 @@ def delete_bucket(bucket: str, session: Any | None = None) -> int:
     Versions too: S3 refuses to delete a bucket that still holds any, and a bucket that once had
     versioning on keeps them after every plain delete.
     """
-    s3 = _session(session).client("s3")
+    s3 = aws.session_or_new(session).client("s3")
 
     def versions() -> Iterable[dict[str, str]]:
         for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from functools import cache
 from pathlib import Path
 
-from mtrl_course import config
+from mtrl_course import config, lockfile
 
 OFFLINE = "offline"
 LIVE = "live"
@@ -30,8 +29,6 @@ CLEANUP_NOTEBOOK = "08"
 # does not change with the machine that renders it.
 TESTED_PYTHON = "3.11"
 # Packages whose versions the banners and the bootstrap line report, in display order.
-KEY_PACKAGES = ("boto3", "sagemaker-train", "strands-agents", "bedrock-agentcore", "mlflow")
-LOCK_FILE = config.REPO_ROOT / "requirements.lock"
 OFFLINE_TESTED_ON = "Linux, 2 CPUs"
 # Set to a short description ("us-east-1, <month year>") once the live path has been run end to end.
 LIVE_TESTED_ON: str | None = None
@@ -428,33 +425,15 @@ def problems() -> list[str]:
         for text in filter(None, (entry.live_time, entry.live_cost, *entry.billable, *entry.creates)):
             if "$" in text and "walkthrough" not in text.lower():
                 found.append(f"{where}: a dollar figure needs its source (the AWS walkthrough): {text!r}")
-    missing = set(KEY_PACKAGES) - set(locked_versions())
+    missing = set(lockfile.KEY_PACKAGES) - set(lockfile.key_versions())
     if missing:
-        found.append(f"{LOCK_FILE.name} does not pin {sorted(missing)}")
+        found.append(f"{lockfile.LOCK_FILE.name} does not pin {sorted(missing)}")
     return found
 
 
 # ----------------------------------------------------------------------------------- versions
-@cache
-def locked_versions() -> dict[str, str]:
-    """`name -> version` for the key packages, read from requirements.lock (the tested versions).
-
-    The lock, not the running environment, so a banner reads the same on every machine.
-    """
-    pins = {}
-    for line in LOCK_FILE.read_text(encoding="utf-8").splitlines():
-        name, sep, version = line.split("#")[0].strip().partition("==")
-        if sep:
-            pins[_normalise(name)] = version.split(";")[0].strip()
-    return {name: pins[_normalise(name)] for name in KEY_PACKAGES if _normalise(name) in pins}
-
-
-def _normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def tested_with() -> str:
-    packages = ", ".join(f"{name} {version}" for name, version in locked_versions().items())
+    packages = ", ".join(f"{name} {version}" for name, version in lockfile.key_versions().items())
     live = f"live path on {LIVE_TESTED_ON}" if LIVE_TESTED_ON else "live path not yet run end to end by the course team"
     return (
         f"Python {TESTED_PYTHON}, {packages} (pinned in `requirements.lock`); "

@@ -4,8 +4,8 @@ One training step of the local MTRL service with the learner as the policy:
 
 1. Each prompt was played `group_size` times through the real agent; each game got ONE reward
    (the episode's, from the game). The runner turns a group's rewards into advantages,
-   A_i = (r_i - mean(r)) / (std(r) + eps) (`mtrl_course.local.grpo.group_advantages`, shared with
-   the stand-in). Every token the model sampled in game i gets the same A_i: that is how one
+   A_i = (r_i - mean(r)) / (std(r) + eps) (`mtrl_course.rl.advantages.group_advantages`, shared
+   with every learner; Dr. GRPO's estimator leaves out the division by the std). Every token the model sampled in game i gets the same A_i: that is how one
    reward per game becomes a per-token update.
 2. Which tokens are trained: only those the model itself sampled. Each turn's `policy_trace`
    holds the prompt it was given, the tokens it sampled and their log-probabilities. The system

@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mtrl_course import tool_answers as answers
 from mtrl_course.learner import tokenizer as tok
 from wordle_agent.game import PRIOR_GUESSES_HEADER
 
@@ -48,18 +49,11 @@ TOOL_ARGUMENT = "guess"
 EFFORT_LEVELS = ("low", "medium", "high")
 DEFAULT_EFFORT = "medium"  # gpt-oss's default when no level is given
 WORD_LENGTH = 5
-MARK_SYMBOL = {"green": "+", "yellow": "?", "gray": "-", "grey": "-"}
+# The parser's marks (`tool_answers`: G green, Y yellow, X gray) as the model reads them.
+MARK_SYMBOL = {"G": "+", "Y": "?", "X": "-"}
 REPEAT_CODE, MALFORMED_CODE, OVER_CODE, OUTSIDE_DICTIONARY_CODE = "!rep", "!bad", "!over", "!"
 
 _REASONING_LINE = re.compile(r"^\s*Reasoning:\s*(low|medium|high)\s*$", re.IGNORECASE | re.MULTILINE)
-_GUESS_HEAD = r"Guess\s+\d{1,3}\s*/\s*\d{1,3}\s*:\s*([A-Za-z]{5})\b"
-_FEEDBACK = re.compile(_GUESS_HEAD + r"\s*(?:->|\u2192)\s*(.*)$", re.MULTILINE)
-_SOLVED = re.compile(_GUESS_HEAD + r"\s*(?:\u2014|\u2013|-{1,2})\s*all green", re.IGNORECASE)
-_MARK_ITEM = re.compile(r"([A-Za-z])\s*=\s*(green|yellow|gray|grey)\b", re.IGNORECASE)
-_REPEAT = re.compile(r"was already guessed", re.IGNORECASE)
-_MALFORMED = re.compile(r"^Invalid guess", re.IGNORECASE)
-_OVER = re.compile(r"\bgame over\b|\bout of guesses\b|\blimit reached\b", re.IGNORECASE)
-_NOT_IN_DICTIONARY = re.compile(r"not in the dictionary", re.IGNORECASE)
 
 
 def text_of(content: Any) -> str:
@@ -85,29 +79,25 @@ def effort_of(request: Mapping[str, Any]) -> str:
 
 
 def compact_feedback(word: str, marks: Sequence[str]) -> str:
-    """One guess's feedback as letter-mark pairs: `c-r?a-n-e+`."""
+    """One guess's feedback as letter-mark pairs: `c-r?a-n-e+` (marks "G", "Y", "X")."""
     return "".join(letter.lower() + MARK_SYMBOL[mark] for letter, mark in zip(word, marks))
 
 
 def compact_tool_result(text: str) -> str:
     """A `guess_word` answer in the model's compact form (see the module docstring)."""
-    solved = _SOLVED.search(text)
-    if solved:
-        return compact_feedback(solved.group(1), ["green"] * WORD_LENGTH)
+    clue = answers.parse_clue(text)
+    if clue is not None and answers.is_solved(text):
+        return compact_feedback(*clue)
     out = ""
-    feedback = _FEEDBACK.search(text)
-    if feedback:
-        items = _MARK_ITEM.findall(feedback.group(2))
-        word = feedback.group(1)
-        if len(items) == WORD_LENGTH and "".join(c for c, _ in items).upper() == word.upper():
-            out = compact_feedback(word, [m.lower() for _, m in items])
-            if _NOT_IN_DICTIONARY.search(text):
-                out += OUTSIDE_DICTIONARY_CODE
-    if not out and _REPEAT.search(text):
+    if clue is not None:
+        out = compact_feedback(*clue)
+        if answers.NOT_IN_DICTIONARY.search(text):
+            out += OUTSIDE_DICTIONARY_CODE
+    elif answers.REPEATED.search(text):
         out = REPEAT_CODE
-    elif not out and _MALFORMED.search(text):
+    elif answers.MALFORMED.search(text):
         out = MALFORMED_CODE
-    if _OVER.search(text):
+    if answers.GAME_OVER.search(text):
         out += OVER_CODE
     return out
 
@@ -117,12 +107,7 @@ def _user_clues(text: str) -> str:
     head = text.find(PRIOR_GUESSES_HEADER)
     if head < 0:
         return ""
-    clues = []
-    for line in _FEEDBACK.finditer(text[head:]):
-        clue = compact_tool_result(line.group(0))
-        if clue:
-            clues.append(clue)
-    return "\n".join(clues)
+    return "\n".join(compact_feedback(*clue) for clue in answers.clues_in_text(text[head:]))
 
 
 def _call_word(call: Mapping[str, Any]) -> str:

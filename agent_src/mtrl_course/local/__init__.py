@@ -20,7 +20,6 @@ package imports the seam or a step module (tests/test_design.py checks the rule)
 | jobs this process runs; forget deleted model packages | `running_jobs(category)`, `forget_model_packages(arns)` |
 | the names of lanes, faults and defaults (`local.names`) | `LANE_FAST`, `FAULT_RESTART`, `FAULTS`, ... |
 | what each reasoning effort means to the stand-in policy | `stand_in_efforts()` |
-| a group's advantages, as the offline service computes them (`local.grpo`) | `group_advantages(rewards)` |
 
 Every name is written here (no `__getattr__`), so editors and mypy see the face whole. Its only
 import at load time is `local.names` (the standard library); the stand-ins are imported inside the
@@ -53,8 +52,6 @@ from mtrl_course.local.names import (
 )
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from mtrl_course.local.no_server import NoServerRuntime as _NoServerRuntime
     from mtrl_course.local.stand_in_policy import Adapter, Effort
     from mtrl_course.local.agent_server import LocalAgentRuntime
@@ -84,7 +81,6 @@ __all__ = [
     "backend",
     "forget_model_packages",
     "get_runtime",
-    "group_advantages",
     "injected_fault",
     "install_runners",
     "invoke_app_in_process",
@@ -399,12 +395,3 @@ def stand_in_efforts() -> Mapping[str, Effort]:
     from mtrl_course.local.stand_in_policy import EFFORTS
 
     return MappingProxyType(EFFORTS)
-
-
-def group_advantages(rewards: Sequence[float] | np.ndarray) -> np.ndarray:
-    """One group's advantages as the offline service computes them by default (GRPO's estimator,
-    `rl.advantages.group_advantages`: (r_i - mean(r)) / (std(r) + eps), all zero when the rewards
-    tie); a numpy array."""
-    from mtrl_course.rl.advantages import group_advantages as advantages
-
-    return advantages([float(r) for r in rewards])

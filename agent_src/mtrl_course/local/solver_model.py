@@ -22,14 +22,8 @@ from wordle_agent.game import MAX_TOOL_CALLS
 from wordle_agent.reward import SUCCESS_THRESHOLD
 
 from mtrl_course.local.provider import InProcessModel
-from mtrl_course.local.transcript import (
-    Clue,
-    clues_from_messages,
-    clues_from_texts,
-    is_over,
-    parse_clue,
-    tool_result_texts,
-)
+from mtrl_course.local.transcript import clues_from_messages, clues_from_texts, tool_result_texts
+from mtrl_course.tool_answers import Clue, is_over, parse_clue
 from mtrl_course.solver import (
     EntropySolver,
     default_solver,

@@ -130,7 +130,8 @@ import numpy as np
 from mtrl_course.local.completions import chat_completion
 from mtrl_course.feedback_arrays import encode, entropies
 from mtrl_course.numerics import exp, log, matmul, matvec, norm
-from mtrl_course.local.transcript import Clue, is_over, parse_clue, seeded_clues
+from mtrl_course.local.transcript import seeded_clues
+from mtrl_course.tool_answers import Clue, is_over, parse_clue
 from wordle_agent.game import WORD_LENGTH, Knowledge
 
 LABEL = "stand-in policy"

@@ -55,7 +55,7 @@ def estimator(name: str) -> Estimator:
 
 
 def group_advantages(
-    rewards: Sequence[float],
+    rewards: Sequence[float] | np.ndarray,
     *,
     method: str = ADVANTAGE_METHOD,
     scale_by_std: bool = GRPO.scale_by_std,
