@@ -70,6 +70,7 @@ import json  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -88,6 +89,7 @@ from mtrl_course.learner.lora import Adapter  # noqa: E402
 from mtrl_course.local import failure_experiments, fastlane, hub, mlflow_store, runner  # noqa: E402
 from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator  # noqa: E402
 from mtrl_course.local.learner_policy import LearnerPolicy, load_base  # noqa: E402
+from mtrl_course.rl.advantages import GRPO, Estimator, group_advantages  # noqa: E402
 from wordle_agent import rollout  # noqa: E402
 
 RESULTS = REPO / "experiments" / "results" / "learner_grpo.json"
@@ -211,6 +213,9 @@ def train_batch(
     train_priors: list[list[str]] | None = None,
     recovery: bool = True,
     checkpoints: dict[int, Adapter] | None = None,
+    estimator: Estimator = GRPO,
+    answers: list[str] | None = None,
+    on_step: Callable[[int, int, dict[str, dict[int, float]]], None] | None = None,
 ) -> tuple[Adapter, dict, float]:
     """The same GRPO as `train_one`, with the games played by the batched in-process player.
 
@@ -229,11 +234,13 @@ def train_batch(
     `val_every=None` skips validation (a notebook's quick re-run of stored steps); `recovery=False`
     plays without raw-text recovery (the agent's `RAW_TEXT_RECOVERY=off`), in
     training and validation; steps named in `checkpoints` (a dict filled in place) keep a copy of
-    the adapter after that step.
+    the adapter after that step. `estimator` (GRPO by default, or Dr. GRPO's) makes both the group
+    advantages and the update's length normalisation; `answers` is the training word pool (by
+    default the 640 training rows' answers, in row order); `on_step(step, total, curves)` is called
+    after every step instead of printing a line (a progress bar's hook).
     """
     import copy
 
-    from mtrl_course.rl.advantages import GRPO, group_advantages
     from mtrl_course.learner import grpo as learner_grpo
     from mtrl_course.learner.threads import one_blas_thread
     from mtrl_course.local.learner_lane import starting_adapter
@@ -245,7 +252,8 @@ def train_batch(
     assert not isinstance(adapter, str)
     optimizer = learner_grpo.optimizer(hp)
     score = REWARDS[reward]
-    answers = [answer_of(t) for t in failure_experiments.rows("training")]
+    if answers is None:
+        answers = [answer_of(t) for t in failure_experiments.rows("training")]
     held_out = [answer_of(t) for t in failure_experiments.rows("validation")]
     prompts = hp.global_batch_size  # prompts a step (the service counts the batch in prompts)
     steps_per_epoch = len(answers) // prompts
@@ -309,14 +317,7 @@ def train_batch(
                 batch=256,
             )
             rewards = np.array([score(g.game) for g in games])
-            advantages = np.concatenate(
-                [
-                    group_advantages(
-                        rewards[i * hp.group_size : (i + 1) * hp.group_size], scale_by_std=GRPO.scale_by_std
-                    )
-                    for i in range(prompts)
-                ]
-            )
+            advantages = step_advantages(rewards, hp.group_size, estimator)
             batch = [
                 learner_grpo.Sample(
                     float(a),
@@ -325,7 +326,7 @@ def train_batch(
                 for g, a in zip(games, advantages)
             ]
             adapter, stats = learner_grpo.update(
-                params, model_config, adapter, batch, optimizer, step, hyperparameters=hp
+                params, model_config, adapter, batch, optimizer, step, hyperparameters=hp, estimator=estimator
             )
             curves["rollout/reward/mean"][step] = float(rewards.mean())
             curves["rollout/solve_rate"][step] = float(np.mean([g.solved for g in games]))
@@ -341,6 +342,9 @@ def train_batch(
                 checkpoints[step] = copy.deepcopy(adapter)
             if val_every is not None and (step % val_every == 0 or step == total):
                 validate(step)
+            if on_step is not None:
+                on_step(step, total, curves)
+                continue
             print(
                 f"  step {step}/{total}: reward {rewards.mean():+.3f}, solved {curves['rollout/solve_rate'][step]:.3f}"
                 + (
@@ -351,6 +355,18 @@ def train_batch(
                 flush=True,
             )
     return adapter, curves, time.monotonic() - started
+
+
+def step_advantages(rewards: np.ndarray, group_size: int, estimator: Estimator = GRPO) -> np.ndarray:
+    """Each game's advantage within its group (a step's rewards hold its groups one after another);
+    the estimator decides whether the centred rewards are divided by the group's std."""
+    groups = len(rewards) // group_size
+    return np.concatenate(
+        [
+            group_advantages(rewards[i * group_size : (i + 1) * group_size], scale_by_std=estimator.scale_by_std)
+            for i in range(groups)
+        ]
+    )
 
 
 def raw_text_share(games) -> float:
@@ -394,9 +410,12 @@ def git_commit() -> str:
     return (git("rev-parse", "HEAD") or "unknown") + (" +uncommitted changes" if git("status", "--porcelain") else "")
 
 
-def merge_runs(parts: list[Path], keys: tuple[str, ...], script: str) -> dict:
+def merge_runs(parts: list[Path], keys: tuple[str, ...], script: str, *, table: str = "seeds", depth: int = 1) -> dict:
     """One-seed results files of the same command (run side by side) as one: `keys` must agree;
-    the provenance fields become lists, one entry per file, and the seeds are merged."""
+    the provenance fields become lists, one entry per file, and the seeds are merged.
+
+    `table` names the merged field; with `depth=2` it is a table of tables (arm -> seed -> row),
+    merged at the second level, and an entry found in two files is refused."""
     runs = [json.loads(p.read_text()) for p in parts]
     for run in runs[1:]:
         differing = [k for k in keys if run.get(k) != runs[0].get(k)]
@@ -409,7 +428,17 @@ def merge_runs(parts: list[Path], keys: tuple[str, ...], script: str) -> dict:
         "one process per seed, run side by side on a shared two-core machine, combined with "
         f"`python {script} --combine <files> --out <file>`"
     )
-    combined["seeds"] = {k: v for r in runs for k, v in r["seeds"].items()}
+    if depth == 1:
+        combined[table] = {k: v for r in runs for k, v in r[table].items()}
+        return combined
+    merged: dict[str, dict] = {}
+    for run in runs:
+        for outer, inner in run[table].items():
+            for k, v in inner.items():
+                if k in merged.setdefault(outer, {}):
+                    raise SystemExit(f"cannot combine: {table} {outer}/{k} is in more than one file")
+                merged[outer][k] = v
+    combined[table] = merged
     return combined
 
 

@@ -11,7 +11,18 @@ scores a game played in the real `wordle_agent.game.WordleGame`:
 - `legacy`: the first, summed design (`wordle_agent.reward.legacy_reward`), kept to reproduce its
   inversions; never train with it on purpose;
 - `first_fix`: the walkthrough's first fix, one shaping weight for solves and losses alike
-  (`first_fix_reward`), rebuilt from the walkthrough's description.
+  (`first_fix_reward`), rebuilt from the walkthrough's description;
+- `tiered_full_loss`: `tiered`, except that an abandoned game (`abandoned`: the policy played, did
+  not solve, and the game ended before its sixth guess, because a reply without a well-formed call
+  or the tool-call cap stopped it) is charged as a full loss: each guess it did not play adds
+  `MALFORMED_PENALTY` to the shaping score before the clip (`full_loss_score`). Under `tiered` a
+  lost game's shaping is the sum of its guesses' scores, so a policy whose guesses mostly cost
+  (clue violations, repeats, words outside the dictionary) loses less by stopping early, and
+  experiments/learner_grpo.py saw the learner learn exactly that. Here every clean guess (a
+  dictionary word that breaks no clue adds at least -1 + 15 less a few points of stagnation) adds
+  more than the malformed penalty (-50), so an abandoned game never pays more than the same game
+  played out with clean guesses. Solves, six-guess losses and games the policy never played pay
+  exactly what `tiered` pays.
 
 A new design is one entry in `REWARDS` and one test (tests/test_rewards.py); the runner, the
 bench and the experiments then offer it by name.
@@ -26,6 +37,7 @@ from wordle_agent import reward as R
 from wordle_agent.game import MAX_GUESSES
 
 TIERED, OUTCOME_ONLY, LEGACY, FIRST_FIX = "tiered", "outcome_only", "legacy", "first_fix"
+TIERED_FULL_LOSS = "tiered_full_loss"
 # The first fix used one shaping weight for solves and losses. The walkthrough gives the weight
 # (0.15) and two rewards it produced (+1.45 for a guess-3 solve, +1.25 for a guess-2 solve); both
 # fit tiers that start at 1.0 (1.30 + 0.15 and 1.40 - 0.15), so 1.0 is the base we rebuild it
@@ -42,6 +54,25 @@ def played(game: Any) -> int:
 def turns_used(game: Any) -> int:
     """The guesses a design counts: every guess of the game, or 0 if the policy never played."""
     return len(game.guesses) if played(game) > 0 else 0
+
+
+def abandoned(game: Any) -> bool:
+    """The policy played at least one guess, did not solve, and the game ended before its sixth guess.
+
+    The same as `played(game) > 0 and not game.over`: the game itself never stops a player before
+    a solve or six guesses, so such a game was ended from outside, by a reply without a well-formed
+    tool call (the agent's loop ends on a text reply), by the tool-call cap (`MAX_TOOL_CALLS`, only
+    reachable with malformed calls) or by the agent's turn cap. Guesses a curriculum seeded count
+    towards the six, as the outcome tier counts them.
+    """
+    return played(game) > 0 and not game.solved and len(game.guesses) < MAX_GUESSES
+
+
+def full_loss_score(game: Any) -> float:
+    """The game's shaping score, with `MALFORMED_PENALTY` charged for every guess an abandoned game
+    did not play (the score unchanged for every other game)."""
+    missing = MAX_GUESSES - len(game.guesses) if abandoned(game) else 0
+    return game.score + R.MALFORMED_PENALTY * missing
 
 
 def first_fix_reward(
@@ -63,6 +94,7 @@ REWARDS: dict[str, Callable[[Any], float]] = {
     TIERED: lambda game: R.outcome_reward(game.solved, turns_used(game), game.score),
     LEGACY: R.legacy_reward,
     FIRST_FIX: lambda game: first_fix_reward(game.solved, turns_used(game), game.score),
+    TIERED_FULL_LOSS: lambda game: R.outcome_reward(game.solved, turns_used(game), full_loss_score(game)),
 }
 DESIGNS = tuple(REWARDS)
 
