@@ -24,7 +24,8 @@ arm, seed and process, so every arm is compared on the same draws; the base's ev
 same for every arm, so it is made once per process and stored once (`base`).
 
 From the K games of each word, pass@k for k = 1, 4, 8 is the unbiased estimator
-1 - C(K - c, k) / C(K, k) (c solves of K; Chen et al., 2021), averaged over the words, with its
+1 - C(K - c, k) / C(K, k) (c solves of K; Chen et al., 2021; `local.metrics.pass_at_k`, the one the
+local service's validation metrics use), averaged over the words, with its
 standard error over words; pass@1 also as the pooled solve rate with its binomial standard error.
 Each file holds its command, its commit (read once, at the start), its start time, the base's id,
 `LR_SCALE`, the evaluation seeds, the arms' definitions and, per arm and seed, the training
@@ -56,11 +57,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
-from fractions import Fraction  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -76,6 +75,7 @@ from mtrl_course.learner.grpo import LR_SCALE  # noqa: E402
 from mtrl_course.learner.threads import one_blas_thread  # noqa: E402
 from mtrl_course.local import failure_experiments  # noqa: E402
 from mtrl_course.local.learner_policy import load_base  # noqa: E402
+from mtrl_course.local.metrics import pass_at_k  # noqa: E402  (the service's pass@k, one home)
 from mtrl_course.rewards import OUTCOME_ONLY, TIERED, TIERED_FULL_LOSS  # noqa: E402
 from mtrl_course.rl.advantages import estimator  # noqa: E402
 from mtrl_course.service_spec import TrainingHyperparameters  # noqa: E402
@@ -137,17 +137,6 @@ def word_pool(name: str) -> list[str]:
 
 
 # --- pass@k ----------------------------------------------------------------------------------------
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """The unbiased estimate of pass@k from n samples with c successes: 1 - C(n - c, k) / C(n, k).
-
-    Computed in exact fractions, then rounded once (so pass@1 is exactly c / n)."""
-    if not 0 <= c <= n:
-        raise ValueError(f"c must be between 0 and n={n}; got {c}")
-    if not 1 <= k <= n:
-        raise ValueError(f"k must be between 1 and n={n}; got {k}")
-    return float(1 - Fraction(math.comb(n - c, k), math.comb(n, k)))
 
 
 def pass_rates(solves: Sequence[int] | np.ndarray, n: int, ks: Sequence[int] = PASS_KS) -> dict[str, dict[str, float]]:

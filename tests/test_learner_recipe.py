@@ -1,9 +1,9 @@
 """experiments/learner_recipe.py: its pass@k estimator, its word pools, its arms, and that an arm's
 estimator reaches both the group advantages and the update.
 
-Every comparison here is exact: pass@k is computed in exact fractions and rounded once, and the
-training run below never samples (its games are scripted, its update recorded), so no number
-passes through a BLAS product or a vectorised exp or log.
+Marked `floats` because pass@1 is compared with c / n within a tolerance (1 - (n - c) / n can
+differ from c / n in its last bit); nothing here passes through a BLAS product or a vectorised
+exp or log (the training run below never samples: its games are scripted, its update recorded).
 """
 
 from __future__ import annotations
@@ -19,10 +19,13 @@ from hypothesis import strategies as st
 from mtrl_course import rewards
 from mtrl_course.learner import grpo as learner_grpo_module
 from mtrl_course.learner.play import PlayedGame
+from mtrl_course.local import metrics
 from mtrl_course.rl.advantages import DR_GRPO, ESTIMATORS, GRPO, group_advantages
 from mtrl_course.service_spec import TrainingHyperparameters
 from wordle_agent.game import WordleGame
 from wordle_agent.words import ANSWERS
+
+pytestmark = pytest.mark.floats
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,23 +44,22 @@ def recipe():
 
 
 def test_pass_at_k_on_hand_computed_values(recipe):
+    assert recipe.pass_at_k is metrics.pass_at_k  # the service's estimator, not a second one
     assert recipe.pass_at_k(8, 0, 1) == recipe.pass_at_k(8, 0, 8) == 0.0
     assert recipe.pass_at_k(8, 8, 1) == recipe.pass_at_k(8, 8, 8) == 1.0
     assert recipe.pass_at_k(8, 1, 4) == 0.5  # 1 - C(7, 4) / C(8, 4) = 1 - 35 / 70
     assert recipe.pass_at_k(8, 1, 8) == 1.0  # eight draws of eight always include the one solve
     assert recipe.pass_at_k(8, 2, 4) == 1 - 15 / 70  # 1 - C(6, 4) / C(8, 4)
     assert recipe.pass_at_k(4, 2, 2) == 1 - 1 / 6  # 1 - C(2, 2) / C(4, 2)
-    with pytest.raises(ValueError, match="k must be"):
+    with pytest.raises(ValueError, match="k <= n"):
         recipe.pass_at_k(2, 1, 4)
-    with pytest.raises(ValueError, match="c must be"):
-        recipe.pass_at_k(8, 9, 1)
 
 
 @given(n=st.integers(1, 16), data=st.data())
 def test_pass_at_k_is_a_probability_monotone_in_k_and_in_c(recipe, n, data):
     c = data.draw(st.integers(0, n))
     values = [recipe.pass_at_k(n, c, k) for k in range(1, n + 1)]
-    assert values[0] == c / n  # pass@1 is the solve rate, exactly
+    assert values[0] == pytest.approx(c / n, abs=1e-15)  # pass@1 is the solve rate
     assert all(0.0 <= v <= 1.0 for v in values)
     assert values == sorted(values)  # more draws never lower it
     if c < n:
@@ -67,8 +69,8 @@ def test_pass_at_k_is_a_probability_monotone_in_k_and_in_c(recipe, n, data):
 def test_pass_rates_average_over_words_and_skip_k_above_n(recipe):
     rates = recipe.pass_rates([0, 1, 8, 8], 8)
     assert set(rates) == {"1", "4", "8"}
-    assert rates["1"]["mean"] == np.mean([0, 1 / 8, 1, 1])
-    assert rates["4"]["mean"] == np.mean([0, 0.5, 1, 1])
+    assert rates["1"]["mean"] == pytest.approx(np.mean([0, 1 / 8, 1, 1]), abs=1e-15)
+    assert rates["4"]["mean"] == pytest.approx(np.mean([0, 0.5, 1, 1]), abs=1e-15)
     assert set(recipe.pass_rates([0, 2], 2)) == {"1"}
 
 
