@@ -10,6 +10,8 @@ from mtrl_course.learner import grpo
 from mtrl_course.learner import model as lm
 from mtrl_course.learner.lora import Adapter
 from mtrl_course.rl.optim import AdamW
+from mtrl_course.service_spec import TrainingHyperparameters
+from wordle_agent.game import MAX_TOOL_CALLS
 
 pytestmark = pytest.mark.floats
 
@@ -143,7 +145,14 @@ def test_dr_grpos_estimator_weighs_every_token_by_one_constant():
     # gradient with each game rescaled by |o_i| / L, which the finite-difference loss confirms.
     rng, params, adapter = setup(4)
     batch = [game(rng, 1.0, turns=1), game(rng, -0.5, turns=3, shared=False)]
-    length = grpo.length_constant(None)
+    length = grpo.length_constant(None, TINY)
+    # The bound is the smaller of the turns' caps and the context every reply stays in: the
+    # walkthrough's 8,192-token cap on the committed base's 384-token context is 384, not 98,304.
+    assert length == TINY.context
+    walkthrough = TrainingHyperparameters.unbounded({"sampling_max_tokens": 8192})
+    assert grpo.length_constant(walkthrough, lm.ModelConfig(vocab=11, context=384)) == 384
+    one_token_turns = TrainingHyperparameters.unbounded({"sampling_max_tokens": 1})
+    assert grpo.length_constant(one_token_turns, TINY) == MAX_TOOL_CALLS  # here the turns' caps bound it
     grads_dr, _ = grpo.objective_gradient(params, TINY, adapter, batch, length=length)
     rescaled = [grpo.Sample(s.advantage * sum(len(t.tokens) for t in s.turns) / length, s.turns) for s in batch]
     grads_equiv, _ = grpo.objective_gradient(params, TINY, adapter, rescaled)

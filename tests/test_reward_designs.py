@@ -46,7 +46,9 @@ def test_reward_table_labels_outcomes():
     games = [L.play_scripted("CRANE", ["CRANE"]), L.play_scripted("CRANE", ["SLATE"] * 6), WordleGame("CRANE")]
     table = L.reward_table(games)
     assert list(table["outcome"]) == ["solved on 1", "lost", "no play"]
-    assert list(table.columns[-4:]) == list(L.DESIGNS)
+    assert list(table.columns[-len(L.COMPARED) :]) == list(L.COMPARED)
+    assert set(L.COMPARED) < set(rewards.DESIGNS)  # a subset of the registry, by name
+    assert "tiered_full_loss" in L.reward_table(games, designs=rewards.DESIGNS).columns
 
 
 @pytest.mark.parametrize("k", [0, 1, 2])
