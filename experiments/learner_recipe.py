@@ -38,12 +38,12 @@ on the shared two-core machine with other jobs running): a training step of 256 
 (playing about 6 s, the update about 3 s), 128 evaluation games 2.5-3.5 s; so a 160-step run is
 about 25 minutes plus its validation, and one adapter's evaluation at K = 8 about 30 s.
 
-Dr. GRPO here (`all_dr`): its length constant is `MAX_TOOL_CALLS` x `sampling_max_tokens` =
-12 x 8,192 = 98,304 tokens, while a game samples about 43 (the 384-token context caps any reply),
-so its gradient is about 3,000 times smaller than GRPO's (norm 3.5e-5 against 0.11 on the same
-step), a fifth of its elements fall below Adam's eps (1e-8), and its first Adam step is about 0.7
-of the learning rate where GRPO's is 1.0: part of any difference between `all` and `all_dr` is
-that damping, not the estimator.
+Dr. GRPO here (`all_dr`): its length constant is the most tokens a game can sample
+(`learner.grpo.length_constant`: the smaller of 12 turns x `sampling_max_tokens` and the model's
+384-token context, so 384). Before that bound, the constant was 12 x 8,192 = 98,304 for games of
+about 43 tokens: the gradient was about 3,000 times smaller than GRPO's (norm 3.5e-5 against 0.11 on
+the same step), a fifth of its elements fell below Adam's eps (1e-8) and its first Adam step was
+about 0.7 of the learning rate, a damping that would have been read as the estimator's effect.
 
 No results are stored yet.
 """
