@@ -50,6 +50,7 @@ FOUNDATION = {
     "mtrl_course.deferred_imports",
     "mtrl_course.lockfile",
     "mtrl_course.tool_answers",
+    "mtrl_course.verdicts",
 }
 # Layer 3, one module per course step (and the lessons' toolkits: notebook 09's reward designs, notebook
 # 05's anatomy of one GRPO update).
@@ -541,6 +542,7 @@ CONCEPT_HOMES = {
     "tested_versions": "mtrl_course.lockfile",
     "Trainee": "mtrl_course.local.trainee",
     "RunnerOptions": "mtrl_course.local.job_options",
+    "Verdict": "mtrl_course.verdicts",
 }
 # A few concepts have no single name: they are recognised by what the code holds.
 REPO = ROOT.parent
