@@ -542,7 +542,7 @@ CONCEPT_HOMES = {
     "tested_versions": "mtrl_course.lockfile",
     "Trainee": "mtrl_course.local.trainee",
     "RunnerOptions": "mtrl_course.local.job_options",
-    "Verdict": "mtrl_course.verdicts",
+    "T_CUTOFF_95": "mtrl_course.verdicts",
 }
 # A few concepts have no single name: they are recognised by what the code holds.
 REPO = ROOT.parent
