@@ -1,21 +1,32 @@
 """Speed of the learner (the tiny language model): generation, the GRPO step, and MFU.
 
     python benchmarks/bench_learner.py [--batch 64] [--prompt 100] [--new 32] [--repeats 3]
+                                       [--step-repeats 3] [--threads 1 2]
 
 Prints, measured in this run on this machine:
 - the float32 matrix-multiply rate (512 x 512 x 512, one BLAS thread as the learner uses it,
   and with the library's default threads), the yardstick for the rest;
 - generated tokens per second: `--batch` prompts of `--prompt` tokens read into the KV cache and
   `--new` tokens sampled for each, batched as the serving engine batches them;
-- the GRPO step's time on a batch of games shaped like the default run's (256 games of about
+- the GRPO update's time on a batch of games shaped like the default run's (256 games of about
   130 tokens, 6 turns each; forward, backward and the Adam step on the adapter);
+- a whole GRPO step as the batched trainer takes it (experiments/learner_grpo.py `train_batch`):
+  `learner.play.play_games` of 32 training words x 8 games at temperature 1, effort "low",
+  at most 8,192 tokens a turn, then `learner.grpo.update` on those games with group-relative
+  advantages of the game's own reward, from a fresh adapter of the default run's rank; its play,
+  update and total seconds, once for each of `--threads` (Python threads, one BLAS thread each:
+  `play_games(threads=)` and `update(threads=)`; two only pay on two otherwise idle cores);
 - model FLOPs utilisation (MFU): the model's FLOPs per second in each (2 x multiply-adds of
   every weight matrix per token, plus attention's q.k and p.v over the context; the backward
-  counted as twice the forward) divided by the one-thread matrix-multiply rate.
+  counted as twice the forward) divided by the one-thread matrix-multiply rate (times the
+  threads, for the whole step). The whole step counts useful work only: every token of each
+  game's conversation read once while playing (padding, finished rows and re-read prompts are
+  not counted) and every unpadded token of the update.
 
 The weights are the committed base if present (else random weights of the same shape: speed
-does not depend on the values). Medians over `--repeats`. On a shared machine, wall-clock times
-include the neighbours: run it on an idle one for figures to quote.
+does not depend on the values, but the games' lengths do). Medians over `--repeats` (the whole
+step: over `--step-repeats`, after one unmeasured warm-up step). On a shared machine,
+wall-clock times include the neighbours: run it on an idle one for figures to quote.
 """
 
 from __future__ import annotations
@@ -106,6 +117,66 @@ def bench_step(params, config, games, turns, seed):
     return seconds, stats.forward_tokens, flops / seconds / 1e9
 
 
+def step_words(count: int) -> list[str]:
+    """The first `count` training words (the dataset's), or a fixed sample of the dictionary."""
+    try:
+        import json
+
+        from mtrl_course.local import failure_experiments
+
+        return [json.loads(task)["answer"] for task in failure_experiments.rows("training")][:count]
+    except (FileNotFoundError, ImportError):
+        from wordle_agent.words import ANSWERS
+
+        return list(ANSWERS)[:count]
+
+
+def useful_flops(config: lm.ModelConfig, batch: list[grpo.Sample], passes: int) -> float:
+    """FLOPs of `passes` passes (1: play, 3: forward and backward) over every game's sequences,
+    each token read once (the same sequences the update trains; the last token is only sampled)."""
+    flops = 0.0
+    for sample in batch:
+        for seq in grpo.sequences(grpo.Sample(1.0, sample.turns)):
+            n = len(seq.tokens) - 1
+            flops += passes * forward_flops(config, n, n / 2)
+    return flops
+
+
+def bench_whole_step(params, config, words, group, threads, seed):
+    """(play seconds, update seconds, play FLOPs, update FLOPs) of one realistic GRPO step."""
+    from mtrl_course.learner import play
+    from mtrl_course.rl.advantages import group_advantages
+
+    adapter = Adapter.new(config, 32, 64, np.random.default_rng([seed, 19]))
+    started = time.perf_counter()
+    games = play.play_games(
+        params,
+        config,
+        [w for w in words for _ in range(group)],
+        temperature=1.0,
+        effort="low",
+        seed=seed,
+        adapter=adapter,
+        max_tokens=8192,
+        batch=len(words) * group,
+        threads=threads,
+    )
+    played = time.perf_counter()
+    rewards = np.array([g.reward for g in games])
+    advantages = np.concatenate([group_advantages(rewards[i : i + group]) for i in range(0, len(rewards), group)])
+    batch = [
+        grpo.Sample(
+            float(a), [grpo.Turn(tuple(t["prompt"]), tuple(t["tokens"]), tuple(t["logprobs"])) for t in g.turns]
+        )
+        for g, a in zip(games, advantages)
+    ]
+    updating = time.perf_counter()
+    grpo.update(params, config, adapter, batch, AdamW(1e-3), step=1, threads=threads)
+    done = time.perf_counter()
+    used = [b for b in batch if b.advantage != 0]
+    return played - started, done - updating, useful_flops(config, batch, 1), useful_flops(config, used, 3)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batch", type=int, default=64)
@@ -114,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--games", type=int, default=256)
     ap.add_argument("--turns", type=int, default=6)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--step-repeats", type=int, default=3)
+    ap.add_argument("--words", type=int, default=32)
+    ap.add_argument("--group", type=int, default=8)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     args = ap.parse_args(argv)
     params, config, base_id = load_or_random()
     print(f"learner: {lm.count_parameters(params):,} parameters ({base_id}), {config}")
@@ -135,6 +210,20 @@ def main(argv: list[str] | None = None) -> int:
         f"GRPO step ({args.games} games x {args.turns} turns, {tokens:,.0f} tokens through forward and backward): "
         f"{seconds:.2f} s; {step_gflops:.2f} GFLOP/s = MFU {step_gflops / rate_1:.1%} of one thread"
     )
+    words = step_words(args.words)
+    for threads in args.threads:
+        bench_whole_step(params, config, words, args.group, threads, seed=0)  # warm-up (allocations, BLAS)
+        runs = [bench_whole_step(params, config, words, args.group, threads, r) for r in range(args.step_repeats)]
+        play_s, update_s, play_flops, update_flops = (statistics.median(x) for x in zip(*runs))
+        total = statistics.median(p + u for p, u, _, _ in runs)
+        rate = rate_1 * threads
+        print(
+            f"whole GRPO step ({len(words)} words x {args.group} games, T=1, effort low, {threads} thread"
+            f"{'s' if threads > 1 else ''}): {total:.2f} s = play {play_s:.2f} s + update {update_s:.2f} s; "
+            f"MFU play {play_flops / play_s / 1e9 / rate:.1%}, update {update_flops / update_s / 1e9 / rate:.1%}, "
+            f"whole step {(play_flops + update_flops) / total / 1e9 / rate:.1%} "
+            f"(of {threads} x the one-thread matmul rate)"
+        )
     return 0
 
 

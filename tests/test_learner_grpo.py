@@ -169,3 +169,28 @@ def test_dr_grpos_estimator_weighs_every_token_by_one_constant():
         moved[estimator.name] = new.tensors()
         assert stats.games_used == 2
     assert any(not np.array_equal(moved["grpo"][n], moved["dr_grpo"][n]) for n in moved["grpo"])
+
+
+def test_microbatches_hold_every_sequence_once_within_the_token_budget(monkeypatch):
+    rng = np.random.default_rng(3)
+    seqs = [s for i in range(40) for s in grpo.sequences(game(rng, 1.0, turns=1 + i % 4))]
+    monkeypatch.setattr(grpo, "MICROBATCH_TOKENS", 60)
+    chunks = grpo._microbatches(seqs)
+    assert sorted(id(s) for c in chunks for s in c) == sorted(id(s) for s in seqs)
+    assert all(len(c) == 1 or len(c) * max(len(s.tokens) for s in c) <= 60 for c in chunks)
+    widths = [len(s.tokens) for c in chunks for s in c]
+    assert widths == sorted(widths)
+
+
+def test_threads_give_the_same_update_bit_for_bit(monkeypatch):
+    rng, params, adapter = setup(5)
+    batch = [game(rng, a, turns=2 + i % 2, shared=i % 3 > 0) for i, a in enumerate([1.0, -0.5, 0.7, -1.2, 0.3, -0.3])]
+    monkeypatch.setattr(grpo, "MICROBATCH_TOKENS", 30)  # several microbatches
+    assert len(grpo._microbatches([s for b in batch for s in grpo.sequences(b)])) > 2
+    one, stats_one = grpo.update(params, TINY, adapter, batch, AdamW(1e-2), 1, kl_coef=0.2)
+    two, stats_two = grpo.update(params, TINY, adapter, batch, AdamW(1e-2), 1, kl_coef=0.2, threads=2)
+    assert stats_one == stats_two and stats_one.kl > 0
+    for name, value in one.tensors().items():
+        np.testing.assert_array_equal(value, two.tensors()[name])
+    with pytest.raises(TypeError, match="clip_lo"):
+        grpo.update(params, TINY, adapter, batch, AdamW(1e-2), 1, clip_lo=0.9)

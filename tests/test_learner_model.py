@@ -160,3 +160,43 @@ def test_too_long_input_is_refused(rng):
     params = lm.init_params(TINY, rng)
     with pytest.raises(ValueError, match="at most 8"):
         lm.forward(params, TINY, np.zeros((1, 9), dtype=int))
+
+
+def test_projections_only_backward_returns_the_same_projection_gradients(rng):
+    params = {k: v + rng.normal(0, 0.3, v.shape) for k, v in lm.init_params(TINY, rng, np.float64).items()}
+    tokens = rng.integers(0, TINY.vocab, (2, 6))
+    r = rng.normal(size=(2, 6, TINY.vocab))
+    _, cache = lm.forward(params, TINY, tokens)
+    full = lm.backward(r, params, TINY, cache)
+    only = lm.backward(r, params, TINY, cache, projections_only=True)
+    assert "wte" not in only and "wpe" not in only
+    for layer in range(TINY.layers):
+        for name in lm.PROJECTIONS:
+            key = lm.weight_name(layer, name)
+            np.testing.assert_array_equal(only[key], full[key])
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-10), (np.float32, 1e-4)])
+def test_extending_cached_rows_equals_the_full_forward_pass(rng, dtype, tol):
+    """Rows holding different prefixes read different numbers of new tokens in one padded pass,
+    and a row left out keeps its cache."""
+    params = lm.init_params(TINY, rng, dtype)
+    params = {k: (v + rng.normal(0, 0.3, v.shape)).astype(dtype) for k, v in params.items()}
+    seqs = [rng.integers(0, TINY.vocab, 8) for _ in range(3)]
+    full = [lm.forward(params, TINY, s[None])[0][0] for s in seqs]
+    cache = lm.KVCache(TINY, 3, dtype)
+    lm.prefill(params, TINY, cache, [0, 1, 2], [seqs[0][:2], seqs[1][:4], seqs[2][:3]])
+    # Every row, in order (the cache's windows are views), then two rows out of order (gathers).
+    last = lm.extend(params, TINY, cache, [0, 1, 2], [seqs[0][2:4], seqs[1][4:5], seqs[2][3:6]])
+    for row, t in enumerate((3, 4, 5)):
+        np.testing.assert_allclose(last[row], full[row][t], rtol=tol, atol=tol)
+    last = lm.extend(params, TINY, cache, [2, 0], [seqs[2][6:7], seqs[0][4:6]])
+    np.testing.assert_allclose(last[0], full[2][6], rtol=tol, atol=tol)
+    np.testing.assert_allclose(last[1], full[0][5], rtol=tol, atol=tol)
+    assert list(cache.lengths) == [6, 5, 7]
+    # Decoding goes on from the extended rows.
+    logits = lm.decode(params, TINY, cache, np.arange(3), np.array([seqs[0][6], seqs[1][5], seqs[2][7]]))
+    for row, t in enumerate((6, 5, 7)):
+        np.testing.assert_allclose(logits[row], full[row][t], rtol=tol, atol=tol)
+    with pytest.raises(ValueError, match="does not fit"):
+        lm.extend(params, TINY, cache, [2], [seqs[2][:1]])

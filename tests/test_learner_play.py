@@ -113,3 +113,30 @@ def test_priors_must_match_the_answers(base):
     params, model_config, _ = base
     with pytest.raises(ValueError, match="priors has 1 entries for 4 answers"):
         play.play_games(params, model_config, WORDS, temperature=0.0, effort="low", seed=0, priors=[[]])
+
+
+def test_threads_and_the_kept_cache_play_the_same_games(base, monkeypatch):
+    """Two groups played at once sample the same tokens as one batch (each game has its own
+    generator), and each round's cache continuation samples what a cache-free prefill would."""
+    from mtrl_course.learner import sampler
+
+    params, model_config, _ = base
+    words = [w for w in WORDS for _ in range(3)]
+    kwargs = dict(temperature=1.0, effort="low", seed=3, max_tokens=64)
+    one = play.play_games(params, model_config, words, **kwargs)
+    two = play.play_games(params, model_config, words, threads=2, **kwargs)
+
+    class NoReuse(sampler.PromptCache):
+        def select(self, rows):  # forget every row: each round prefills whole prompts, as before
+            super().select(rows)
+            self.tokens = [[] for _ in rows]
+
+    monkeypatch.setattr(sampler, "PromptCache", NoReuse)
+    prefilled = play.play_games(params, model_config, words, **kwargs)
+    for other in (two, prefilled):
+        assert [[t["tokens"] for t in g.turns] for g in one] == [[t["tokens"] for t in g.turns] for g in other]
+        assert [g.solved for g in one] == [g.solved for g in other]
+        for a, b in zip(one, other):
+            for ta, tb in zip(a.turns, b.turns):
+                np.testing.assert_allclose(ta["logprobs"], tb["logprobs"], rtol=1e-4, atol=1e-4)
+    assert sum(len(g.turns) for g in one) > len(words)  # several rounds were played

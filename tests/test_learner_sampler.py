@@ -119,3 +119,46 @@ def test_the_tool_call_grammar_forces_five_letters_then_the_end(params):
         out.append(template.parse_completion(tokens, stopped=True))
     assert all(p.guess is not None and len(p.guess) == 5 for p in out)
     assert sampler.grammar_mask([5, 6]) is None
+
+
+@pytest.mark.parametrize("temperature,top_p", [(1.0, 1.0), (0.7, 1.0), (0.0, 1.0), (1.0, 0.8)])
+def test_choosing_many_rows_at_once_is_choosing_each_row(temperature, top_p):
+    rng = np.random.default_rng(4)
+    logits = (rng.normal(0, 3, (40, VOCAB_SIZE))).astype(np.float32)
+    us = list(rng.random(40))
+    sp = sampler.SamplingParams(temperature, top_p)
+    tokens, logps = sampler.choose_rows(logits, sp, us)
+    alone = [sampler.choose(row, sp, u) for row, u in zip(logits, us)]
+    assert tokens == [t for t, _ in alone]
+    assert logps == [lp for _, lp in alone]  # bit for bit
+
+
+def test_a_prompt_cache_reads_only_new_tokens_and_samples_the_same_text(params):
+    """A second turn that extends the first turn's prompt and reply, with the cache kept from
+    the first call and without it: the same tokens, log-probabilities equal up to rounding."""
+    sp = [sampler.SamplingParams(1.0, 1.0, 6, frozenset()) for _ in range(3)]
+    first = [[1, 2, 20 + i, 30] for i in range(3)]
+    cache = sampler.PromptCache(CONFIG, 3)
+    turn1 = sampler.generate(params, CONFIG, first, sp, [np.random.default_rng(s) for s in (1, 2, 3)], cache=cache)
+    assert [len(t) for t in cache.tokens] == [4 + 6 - 1] * 3  # the last sampled token is not read yet
+    second = [first[i] + turn1[i].tokens + [40, 41] for i in range(3)]
+    second[1] = [1, 2, 44, 30]  # a fresh conversation shares only the first two tokens
+    cache.select([0, 1, 2])
+    with_cache = sampler.generate(
+        params, CONFIG, second, sp, [np.random.default_rng(s) for s in (7, 8, 9)], cache=cache
+    )
+    without = sampler.generate(params, CONFIG, second, sp, [np.random.default_rng(s) for s in (7, 8, 9)])
+    assert [g.tokens for g in with_cache] == [g.tokens for g in without]
+    for a, b in zip(with_cache, without):
+        np.testing.assert_allclose(a.logprobs, b.logprobs, rtol=1e-5, atol=1e-5)
+    # Keeping rows 0 and 2 moves row 2 up; a third turn still matches a cache-free run.
+    cache.select([0, 2])
+    third = [second[i] + with_cache[i].tokens + [42] for i in (0, 2)]
+    third = [t[: CONFIG.context - 2] for t in third]
+    kept = sampler.generate(params, CONFIG, third, sp[:2], [np.random.default_rng(s) for s in (5, 6)], cache=cache)
+    fresh = sampler.generate(params, CONFIG, third, sp[:2], [np.random.default_rng(s) for s in (5, 6)])
+    assert [g.tokens for g in kept] == [g.tokens for g in fresh]
+    with pytest.raises(ValueError, match="increasing"):
+        cache.select([1, 0])
+    with pytest.raises(ValueError, match="rows for"):
+        sampler.generate(params, CONFIG, third[:1], sp[:1], [np.random.default_rng(0)], cache=cache)

@@ -66,6 +66,7 @@ import numpy as np
 
 from mtrl_course.learner import model as lm
 from mtrl_course.learner.lora import Adapter
+from mtrl_course.learner.threads import parallel_map
 from mtrl_course.learner.tokenizer import PAD
 from mtrl_course.service_spec import TRAINING_SPEC, TrainingHyperparameters
 from mtrl_course.numerics import exp
@@ -81,8 +82,10 @@ CLIP_HIGH_THRESHOLD: float = TRAINING_SPEC["clip_high_threshold"]["default"]
 KL_COEF = 0.0
 LR_SCALE = 100.0
 # Sequences per backward pass are packed up to about this many tokens (memory: the attention
-# probabilities of a pass are batch x heads x length^2 floats per layer).
+# probabilities of a pass are batch x heads x length^2 floats per layer), cut where padding is
+# least, each pass counted as MICROBATCH_OVERHEAD tokens of fixed cost (`_microbatches`).
 MICROBATCH_TOKENS = 6000
+MICROBATCH_OVERHEAD = 300
 MAX_LOG_RATIO = 20.0
 
 
@@ -175,6 +178,23 @@ def objective_gradient(
     """The gradient of the loss -J (descend it) with respect to the adapter's A and B matrices.
 
     `length`: None for GRPO's 1/|o_i|, or Dr. GRPO's constant (`length_constant`)."""
+    return _gradient(params, config, adapter, batch, clip_low, clip_high, kl_coef, length, threads=1)
+
+
+def _gradient(
+    params: Mapping[str, np.ndarray],
+    config: lm.ModelConfig,
+    adapter: Adapter,
+    batch: Sequence[Sample],
+    clip_low: float,
+    clip_high: float,
+    kl_coef: float,
+    length: float | None,
+    threads: int,
+) -> tuple[dict[str, np.ndarray], StepStats]:
+    """`objective_gradient`, with `threads` microbatches computed at once (numpy releases the GIL
+    in its products and large element-wise loops); their gradients and statistics are added in
+    the same order as with one thread, so the result is the same, bit for bit."""
     stats = StepStats(games=len(batch))
     seqs = []
     for sample in batch:
@@ -189,59 +209,97 @@ def objective_gradient(
         return grads, stats
     scale = 1.0 / len(batch)
     kl_sum = 0.0
-    for chunk in _microbatches(seqs):
-        width = max(len(s.tokens) for s in chunk)
-        tokens = np.full((len(chunk), width), PAD, dtype=np.int64)
-        for i, s in enumerate(chunk):
-            tokens[i, : len(s.tokens)] = s.tokens
-        inputs = tokens[:, :-1]
-        logits, cache = lm.forward(params, config, inputs, adapter)
-        logp = lm.log_softmax(logits.astype(np.float64))
-        dlogits = np.zeros_like(logits)
-        reference = lm.log_softmax(lm.forward(params, config, inputs)[0].astype(np.float64)) if kl_coef > 0 else None
-        for i, s in enumerate(chunk):
-            rows = s.positions - 1
-            picked = s.tokens[s.positions]
-            new = logp[i, rows, picked]
-            ratio = exp(np.minimum(new - s.old_logprobs, MAX_LOG_RATIO))
-            weights, clipped = ratio_weights(ratio, s.advantage, "ppo", clip_low, clip_high)
-            stats.clipped_tokens += int(clipped.sum())
-            stats.sampled_tokens += len(picked)
-            surrogate = np.minimum(ratio * s.advantage, np.clip(ratio, clip_low, clip_high) * s.advantage)
-            stats.loss -= float(surrogate.sum()) * s.weight / s.advantage * scale
-            # d(-J)/d logp_new per token: -(A / |o_i|) rho where unclipped, 0 where clipped.
-            d_new = -weights * s.weight
-            if reference is not None:
-                ref = reference[i, rows, picked]
-                kl = exp(ref - new) - (ref - new) - 1
-                kl_sum += float(kl.sum())
-                d_new = d_new + kl_coef * (1 - exp(ref - new)) * abs(s.weight / s.advantage)
-            d_new = d_new * scale
-            # d logp(o_t) / d logits_t = onehot - softmax.
-            probs = exp(logp[i, rows])
-            d = -probs * d_new[:, None]
-            d[np.arange(len(rows)), picked] += d_new
-            dlogits[i, rows] += d.astype(dlogits.dtype)
-        stats.forward_tokens += int(inputs.size)
-        weight_grads = lm.backward(dlogits, params, config, cache)
-        for name, g in adapter.gradients(weight_grads).items():
+
+    def one(chunk: list[Sequence_]) -> tuple[dict[str, np.ndarray], list[tuple[int, int, float, float]], int]:
+        return _microbatch_gradient(params, config, adapter, chunk, scale, clip_low, clip_high, kl_coef)
+
+    for chunk_grads, per_sequence, forward_tokens in parallel_map(one, _microbatches(seqs), threads):
+        for clipped, sampled, loss, kl in per_sequence:
+            stats.clipped_tokens += clipped
+            stats.sampled_tokens += sampled
+            stats.loss -= loss
+            kl_sum += kl
+        stats.forward_tokens += forward_tokens
+        for name, g in chunk_grads.items():
             grads[name] += g
     stats.kl = kl_sum / max(stats.sampled_tokens, 1)
     return grads, stats
 
 
+def _microbatch_gradient(
+    params: Mapping[str, np.ndarray],
+    config: lm.ModelConfig,
+    adapter: Adapter,
+    chunk: list[Sequence_],
+    scale: float,
+    clip_low: float,
+    clip_high: float,
+    kl_coef: float,
+) -> tuple[dict[str, np.ndarray], list[tuple[int, int, float, float]], int]:
+    """One forward and backward pass: the adapter's gradient from these sequences, each one's
+    (clipped tokens, sampled tokens, share of the loss, summed KL) and the tokens run forward."""
+    width = max(len(s.tokens) for s in chunk)
+    tokens = np.full((len(chunk), width), PAD, dtype=np.int64)
+    for i, s in enumerate(chunk):
+        tokens[i, : len(s.tokens)] = s.tokens
+    inputs = tokens[:, :-1]
+    logits, cache = lm.forward(params, config, inputs, adapter)
+    logp = lm.log_softmax(logits.astype(np.float64))
+    dlogits = np.zeros_like(logits)
+    reference = lm.log_softmax(lm.forward(params, config, inputs)[0].astype(np.float64)) if kl_coef > 0 else None
+    per_sequence = []
+    for i, s in enumerate(chunk):
+        rows = s.positions - 1
+        picked = s.tokens[s.positions]
+        new = logp[i, rows, picked]
+        ratio = exp(np.minimum(new - s.old_logprobs, MAX_LOG_RATIO))
+        weights, clipped = ratio_weights(ratio, s.advantage, "ppo", clip_low, clip_high)
+        surrogate = np.minimum(ratio * s.advantage, np.clip(ratio, clip_low, clip_high) * s.advantage)
+        loss = float(surrogate.sum()) * s.weight / s.advantage * scale
+        # d(-J)/d logp_new per token: -(A / |o_i|) rho where unclipped, 0 where clipped.
+        d_new = -weights * s.weight
+        kl_total = 0.0
+        if reference is not None:
+            ref = reference[i, rows, picked]
+            kl = exp(ref - new) - (ref - new) - 1
+            kl_total = float(kl.sum())
+            d_new = d_new + kl_coef * (1 - exp(ref - new)) * abs(s.weight / s.advantage)
+        d_new = d_new * scale
+        # d logp(o_t) / d logits_t = onehot - softmax.
+        probs = exp(logp[i, rows])
+        d = -probs * d_new[:, None]
+        d[np.arange(len(rows)), picked] += d_new
+        dlogits[i, rows] += d.astype(dlogits.dtype)
+        per_sequence.append((int(clipped.sum()), len(picked), loss, kl_total))
+    weight_grads = lm.backward(dlogits, params, config, cache, projections_only=True)
+    return adapter.gradients(weight_grads), per_sequence, int(inputs.size)
+
+
 def _microbatches(seqs: list[Sequence_]) -> list[list[Sequence_]]:
+    """The sequences, sorted by length, cut into microbatches of at most MICROBATCH_TOKENS padded
+    tokens each, at the cuts that make the fewest padded tokens (each pass also counted as
+    MICROBATCH_OVERHEAD tokens, its fixed cost): a game's length comes in steps of a turn, and
+    greedy filling put a step's edge inside a microbatch, padding a tenth of a batch's tokens."""
     ordered = sorted(seqs, key=lambda s: len(s.tokens))
+    widths = [len(s.tokens) for s in ordered]
+    # cost[j]: the cheapest cut of the first j sequences; start[j]: where its last microbatch begins.
+    cost = [0] + [0] * len(ordered)
+    start = [0] * (len(ordered) + 1)
+    for j in range(1, len(ordered) + 1):
+        width, best = widths[j - 1], None
+        for i in range(j - 1, -1, -1):
+            if i < j - 1 and (j - i) * width > MICROBATCH_TOKENS:
+                break
+            candidate = cost[i] + (j - i) * width + MICROBATCH_OVERHEAD
+            if best is None or candidate < best:
+                best, start[j] = candidate, i
+        cost[j] = best if best is not None else 0
     chunks: list[list[Sequence_]] = []
-    current: list[Sequence_] = []
-    for s in ordered:
-        if current and len(s.tokens) * (len(current) + 1) > MICROBATCH_TOKENS:
-            chunks.append(current)
-            current = []
-        current.append(s)
-    if current:
-        chunks.append(current)
-    return chunks
+    j = len(ordered)
+    while j:
+        chunks.append(ordered[start[j] : j])
+        j = start[j]
+    return chunks[::-1]
 
 
 def optimizer(hyperparameters: TrainingHyperparameters) -> AdamW:
@@ -279,13 +337,15 @@ def update(
     step: int,
     hyperparameters: TrainingHyperparameters | None = None,
     estimator: Estimator = GRPO,
+    threads: int = 1,
     **objective: float,
 ) -> tuple[Adapter, StepStats]:
     """One GRPO step: the batch's gradient, then one Adam step on the adapter (if any game counted).
 
     A job's `hyperparameters` give the clip bounds; `objective` (clip_low, clip_high, kl_coef) sets
     them by hand instead. `estimator` decides the length normalisation (its advantages were made
-    with the same estimator by the caller).
+    with the same estimator by the caller). `threads`: microbatches computed at once (the same
+    gradient; faster only on otherwise idle cores, see `_gradient`).
     """
     if hyperparameters is not None:
         objective = {
@@ -294,7 +354,21 @@ def update(
             **objective,
         }
     length = None if estimator.length_normalised else length_constant(hyperparameters, config)
-    grads, stats = objective_gradient(params, config, adapter, batch, length=length, **objective)
+    terms = {"clip_low": CLIP_LOW_THRESHOLD, "clip_high": CLIP_HIGH_THRESHOLD, "kl_coef": KL_COEF, **objective}
+    unknown = set(terms) - {"clip_low", "clip_high", "kl_coef"}
+    if unknown:
+        raise TypeError(f"update() got unexpected objective settings {sorted(unknown)}")
+    grads, stats = _gradient(
+        params,
+        config,
+        adapter,
+        batch,
+        terms["clip_low"],
+        terms["clip_high"],
+        terms["kl_coef"],
+        length,
+        threads,
+    )
     if not stats.games_used:
         return adapter.with_tensors(adapter.tensors(), step=step), stats
     new, stats.grad_norm = optimizer.step(adapter.tensors(), grads)

@@ -21,7 +21,8 @@ Two forward paths:
   tests/test_learner_model.py checks each against finite differences in float64.
 - `KVCache` + `prefill` / `decode` (generation): the keys and values of past positions are kept,
   so each new token costs one row of work per layer instead of re-reading the whole context.
-  Sequences in a batch may have different lengths: each has its own position.
+  Sequences in a batch may have different lengths: each has its own position. `extend` reads
+  several new tokens after a row's cached ones (a conversation's next turn) in one padded pass.
 
 Precision: weights are float32 for speed (numpy's float32 matrix multiply is about twice as fast
 as float64 here); `cast(params, np.float64)` gives the float64 path the gradient checks use.
@@ -165,9 +166,11 @@ def attention(qkv: np.ndarray, heads: int) -> tuple[np.ndarray, tuple]:
     q, k, v = (split_heads(part, heads) for part in np.split(qkv, 3, axis=-1))
     t = qkv.shape[1]
     scale = 1.0 / math.sqrt(q.shape[-1])
-    scores = matmul(q, k.transpose(0, 1, 3, 2)) * scale
-    scores = np.where(np.triu(np.ones((t, t), dtype=bool), 1), NEG_INF, scores)
-    scores = scores - scores.max(-1, keepdims=True)
+    # In place: the scores are batch x heads x T^2 floats, the largest arrays of a pass.
+    scores = matmul(q, k.transpose(0, 1, 3, 2))
+    scores *= scale
+    np.copyto(scores, NEG_INF, where=np.triu(np.ones((t, t), dtype=bool), 1))
+    scores -= scores.max(-1, keepdims=True)
     p = exp(scores)
     p /= p.sum(-1, keepdims=True)
     return merge_heads(matmul(p, v)), (q, k, v, p, scale)
@@ -181,7 +184,11 @@ def attention_backward(dy: np.ndarray, cache: tuple) -> np.ndarray:
     dy = split_heads(dy, q.shape[1])
     dv = matmul(p.transpose(0, 1, 3, 2), dy)
     dp = matmul(dy, np.ascontiguousarray(v.transpose(0, 1, 3, 2)))
-    ds = p * (dp - (dp * p).sum(-1, keepdims=True)) * scale
+    # ds = p * (dp - sum_j dp * p) * scale, in place in dp (the same operations in the same order).
+    ds = dp
+    ds -= (dp * p).sum(-1, keepdims=True)
+    ds *= p
+    ds *= scale
     dq = matmul(ds, k)
     dk = matmul(ds.transpose(0, 1, 3, 2), q)
     return np.concatenate([merge_heads(dq), merge_heads(dk), merge_heads(dv)], axis=-1)
@@ -256,16 +263,24 @@ def forward(
 
 
 def backward(
-    dlogits: np.ndarray, params: Mapping[str, np.ndarray], config: ModelConfig, cache: ForwardCache
+    dlogits: np.ndarray,
+    params: Mapping[str, np.ndarray],
+    config: ModelConfig,
+    cache: ForwardCache,
+    projections_only: bool = False,
 ) -> dict[str, np.ndarray]:
     """Gradients of the loss with respect to every base weight (by name), given dLoss/dlogits.
 
     The projection gradients are with respect to the *effective* weights (W, or W + s A B):
     `lora.Adapter.gradients` turns those into the adapter's dA and dB by the chain rule.
+    `projections_only` (all a LoRA adapter needs) skips the work only the embeddings, the head and
+    the first block's first layer norm need: their gradients are left out, and every gradient it
+    does return is the same number as without it.
     """
     grads: dict[str, np.ndarray] = {}
     weights = cache.weights
-    grads["wte"] = _outer(dlogits, cache.xf)  # the head's share: logits = xf wte^T
+    if not projections_only:
+        grads["wte"] = _outer(dlogits, cache.xf)  # the head's share: logits = xf wte^T
     dx, grads["lnf.g"], grads["lnf.b"] = layer_norm_backward(linear(dlogits, params["wte"]), cache.final)
     for layer in reversed(range(config.layers)):
         pre, block = f"h{layer}.", cache.blocks[layer]
@@ -277,6 +292,8 @@ def backward(
         grads[pre + "o"] = _outer(block["attended"], dx)
         d_qkv = attention_backward(linear(dx, weights[pre + "o"].T), block["att"])
         grads[pre + "qkv"] = _outer(block["h1"], d_qkv)
+        if projections_only and layer == 0:
+            return grads
         d_ln1, grads[pre + "ln1.g"], grads[pre + "ln1.b"] = layer_norm_backward(
             linear(d_qkv, weights[pre + "qkv"].T), block["ln1"]
         )
@@ -345,6 +362,68 @@ def prefill(
         x = x + mlp(h2, weights[pre + "up"], weights[pre + "down"])[0]
     cache.lengths[row_index] = lengths
     last = x[np.arange(len(prompts)), np.asarray(lengths) - 1]
+    xf, _ = layer_norm(last, params["lnf.g"], params["lnf.b"])
+    return matmul(xf, params["wte"].T)
+
+
+def extend(
+    params: Mapping[str, np.ndarray],
+    config: ModelConfig,
+    cache: KVCache,
+    rows: Sequence[int],
+    suffixes: Sequence[Sequence[int]],
+    weights: Mapping[str, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Append tokens to rows of the cache in one padded pass; returns each row's last logits.
+
+    Row `rows[i]` already holds `cache.lengths[rows[i]]` positions (a conversation's earlier
+    turns); its `suffixes[i]` are read at the positions after them, attending to the cached
+    positions and to each other causally. This is `prefill` of the whole sequence without
+    recomputing the cached part: the same quantities, summed in a different order (the last bits
+    of the logits may differ). Padding queries write nothing and their outputs are discarded.
+    """
+    row_index = np.asarray(rows)
+    starts = cache.lengths[row_index].copy()
+    lengths = np.asarray([len(s) for s in suffixes])
+    width = int(lengths.max())
+    ends = starts + lengths
+    if int(ends.max()) > config.context:
+        raise ValueError(f"a sequence of {int(ends.max())} tokens does not fit the context of {config.context}")
+    n, heads, dh = len(suffixes), config.heads, config.head_dim
+    tokens = np.zeros((n, width), dtype=np.int64)
+    for i, suffix in enumerate(suffixes):
+        tokens[i, : len(suffix)] = suffix
+    query_positions = starts[:, None] + np.arange(width)[None, :]
+    span = int(ends.max())
+    # Query j of row i reads the row's positions 0 .. starts[i] + j.
+    masked = (np.arange(span)[None, None, :] > query_positions[:, :, None])[:, None]
+    real_row, real_col = np.nonzero(np.arange(width)[None, :] < lengths[:, None])
+    write_rows, write_positions = row_index[real_row], starts[real_row] + real_col
+    weights = weights if weights is not None else effective_weights(params)
+    # Every row of the cache, in order: its windows are slices (views); a subset needs a gather.
+    whole = n == len(cache.lengths) and bool((row_index == np.arange(n)).all())
+    x = params["wte"][tokens] + params["wpe"][np.minimum(query_positions, config.context - 1)]
+    for layer in range(config.layers):
+        pre = f"h{layer}."
+        h1, _ = layer_norm(x, params[pre + "ln1.g"], params[pre + "ln1.b"])
+        qkv = linear(h1, weights[pre + "qkv"]).reshape(n, width, 3, heads, dh)
+        keys, values = cache.keys[layer], cache.values[layer]
+        keys[write_rows, :, write_positions] = qkv[real_row, real_col, 1]
+        values[write_rows, :, write_positions] = qkv[real_row, real_col, 2]
+        q = np.ascontiguousarray(qkv[:, :, 0].transpose(0, 2, 1, 3))
+        if whole:
+            window_k, window_v = keys[:, :, :span], values[:, :, :span]  # views
+        else:
+            window_k, window_v = keys[row_index, :, :span], values[row_index, :, :span]  # gathers
+        scores = matmul(q, window_k.transpose(0, 1, 3, 2)) / math.sqrt(dh)
+        scores = np.where(masked, NEG_INF, scores)
+        p = exp(scores - scores.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        x = x + linear(merge_heads(matmul(p, window_v)), weights[pre + "o"])
+        h2, _ = layer_norm(x, params[pre + "ln2.g"], params[pre + "ln2.b"])
+        x = x + mlp(h2, weights[pre + "up"], weights[pre + "down"])[0]
+    cache.lengths[row_index] = ends
+    last = x[np.arange(n), lengths - 1]
     xf, _ = layer_norm(last, params["lnf.g"], params["lnf.b"])
     return matmul(xf, params["wte"].T)
 

@@ -23,6 +23,7 @@ same sampled replies. The reward is the game's own `final_reward()`.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ import numpy as np
 
 from mtrl_course.learner import model as lm
 from mtrl_course.learner import sampler, template
+from mtrl_course.learner.threads import parallel_map
 from wordle_agent.game import WordleGame
 from wordle_agent.recovery import extract_guesses
 from wordle_agent.rollout import CALL_TOOL_NOW_PROMPT, MAX_AGENT_TURNS, SYSTEM_PROMPT, build_system_prompt
@@ -90,11 +92,14 @@ def play_games(
     tool_call_grammar: bool = False,
     priors: Sequence[Sequence[str]] | None = None,
     recovery: bool = True,
+    threads: int = 1,
 ) -> list[PlayedGame]:
     """Play one game per answer (in chunks of `batch` games sampled together).
 
     `priors[i]` are answer i's prior guesses (a curriculum's; empty for none); `recovery=False`
-    leaves guesses written as raw text unplayed.
+    leaves guesses written as raw text unplayed. `threads` > 1 splits each chunk into that many
+    groups played at once (faster only on otherwise idle cores): each game draws from its own
+    generator, so it samples the same tokens (up to the float rounding of a smaller batch).
     """
     if priors is not None and len(priors) != len(answers):
         raise ValueError(f"priors has {len(priors)} entries for {len(answers)} answers; give one per answer")
@@ -114,21 +119,43 @@ def play_games(
                 )
             )
         params_sampling = sampler.SamplingParams(temperature, top_p, max_tokens, tool_call_grammar=tool_call_grammar)
-        while True:
-            live = [s for s in states if s.active]
-            if not live:
-                break
-            prompts = [template.generation_prompt(s.messages, effort) for s in live]
-            gens = sampler.generate(
-                params, config, prompts, [params_sampling] * len(live), [s.rng for s in live], adapter
-            )
-            for state, prompt, gen in zip(live, prompts, gens):
-                _advance(state, prompt, gen, effort)
+        # With threads, the chunk's games are split into that many groups sampled at once.
+        share = -(-len(states) // max(1, threads))
+        groups = [states[i : i + share] for i in range(0, len(states), share)]
+        play_group = functools.partial(
+            _play_rounds, params, config, sampling=params_sampling, effort=effort, adapter=adapter
+        )
+        parallel_map(play_group, groups, threads)
         for state in states:
             if recovery:
                 _recover(state)
             out.append(state.played)
     return out
+
+
+def _play_rounds(
+    params: Mapping[str, np.ndarray],
+    config: lm.ModelConfig,
+    states: list[_State],
+    sampling: sampler.SamplingParams,
+    effort: str,
+    adapter: Any,
+) -> None:
+    """Play `states` to the end, all unfinished games sampled together each round."""
+    # One row per game, kept across rounds: each round reads only a game's new tokens.
+    cache = sampler.PromptCache(config, len(states), dtype=params["wte"].dtype)
+    cached = list(states)
+    while True:
+        live = [s for s in states if s.active]
+        if not live:
+            return
+        position = {id(s): i for i, s in enumerate(cached)}
+        cache.select([position[id(s)] for s in live])
+        cached = live
+        prompts = [template.generation_prompt(s.messages, effort) for s in live]
+        gens = sampler.generate(params, config, prompts, [sampling] * len(live), [s.rng for s in live], adapter, cache)
+        for state, prompt, gen in zip(live, prompts, gens):
+            _advance(state, prompt, gen, effort)
 
 
 def _advance(state: _State, prompt: list[int], gen: sampler.Generation, effort: str) -> None:
