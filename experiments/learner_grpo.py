@@ -425,8 +425,8 @@ def merge_runs(parts: list[Path], keys: tuple[str, ...], script: str, *, table: 
     for field in ("command", "git_commit", "started"):
         combined[field] = [r[field] for r in runs]
     combined["note"] = (
-        "one process per seed, run side by side on a shared two-core machine, combined with "
-        f"`python {script} --combine <files> --out <file>`"
+        "one process per file (a file's seeds run in sequence), run side by side on a shared two-core "
+        f"machine, combined with `python {script} --combine <files> --out <file>`"
     )
     if depth == 1:
         combined[table] = {k: v for r in runs for k, v in r[table].items()}

@@ -33,19 +33,32 @@ seconds, `train_batch`'s curves and the evaluations (with each word's solve coun
 can later be compared word by word). `summarize` gives, per arm over its seeds, the mean trained
 pass@k, the mean gain over the base and its standard error over seeds: numbers only, no verdicts.
 
-Cost, measured in the smoke (`--arms all_dr --seeds 1 --steps 2 --eval-seeds 2 --no-write`, 44 s
-on the shared two-core machine with other jobs running): a training step of 256 games takes 8-10 s
-(playing about 6 s, the update about 3 s), 128 evaluation games 2.5-3.5 s; so a 160-step run is
-about 25 minutes plus its validation, and one adapter's evaluation at K = 8 about 30 s.
+Stored results (the committed stage-6 base; evaluation on the same 8 seeds, 1,024 games at T=1 low
+and 128 greedy; the base: pass@1 18.7%, pass@4 45.1%, pass@8 57.8%, greedy 32.8%):
 
-Dr. GRPO here (`all_dr`): its length constant is the most tokens a game can sample
-(`learner.grpo.length_constant`: the smaller of 12 turns x `sampling_max_tokens` and the model's
-384-token context, so 384). Before that bound, the constant was 12 x 8,192 = 98,304 for games of
-about 43 tokens: the gradient was about 3,000 times smaller than GRPO's (norm 3.5e-5 against 0.11 on
-the same step), a fifth of its elements fell below Adam's eps (1e-8) and its first Adam step was
-about 0.7 of the learning rate, a damping that would have been read as the estimator's effect.
+- `learner_recipe/screen_40_s1.json`, every arm for 40 steps, training seed 1 (one seed: a lead,
+  no verdict). T=1 low pass@1 / pass@8, greedy: `all` 26.0 / 60.2, 25.8; `all_dr` 27.6 / 59.4,
+  35.9; `all_lr2` 19.0 / 49.2, 28.1; `all_g16` 23.0 / 60.9, 21.9; `all_fullloss` 23.7 / 51.6,
+  28.9; `all_tiered` 1.8 / 7.8, 3.1 (collapsed: its games shrank to 22 sampled tokens, from 43);
+  `base640` 24.7 / 64.1, 27.3. Charging an abandoned game (`tiered_full_loss`) kept the tiered
+  reward from collapsing (43 tokens a game, as outcome-only); twice the learning rate lost
+  coverage (pass@8 -8.6 points); over 40 steps every word of the pool is new, so `all` and
+  `base640` differ only in which words they saw.
+- `learner_recipe.json` (combined from `learner_recipe/all_160_*.json` and
+  `learner_recipe/all_dr_160_*.json`), 160 steps (2.9 passes over the 1,788 words): `all` over
+  three seeds, T=1 low pass@1 18.7% -> 27.5% (+8.9 +- 0.6 points, SE over seeds; 28.6, 27.2, 26.7),
+  pass@4 +5.3 +- 0.3, pass@8 +2.9 +- 1.4, greedy -0.3 +- 1.6 (by the course's verdict rule,
+  `mtrl_course.verdicts`, with its cutoff of 4.30 SE for three seeds: gains at pass@1 and pass@4,
+  no effect shown at pass@8 or greedy); `all_dr` over two seeds, pass@1
+  26.3 and 29.3 (+9.1 +- 1.5). The gain of `all` at 160 steps is little more than seed 1's at 40
+  (+7.3): the run converts about 9 of the 39 points between the base's pass@1 and pass@8, and
+  pass@8 itself barely moves, so GRPO here sharpens what the base already finds rather than
+  finding more. The issue's bar (+15 points) is not reached by any arm tried.
 
-No results are stored yet.
+Cost: a 160-step run took 26 to 47 minutes with three or four such processes sharing the two
+cores; 16 minutes (978 s, `all_dr` seed 2) after the learner's step was made faster (a step of 256
+games 0.60x the time, commit 7e00a8e), with two others running beside it. One adapter's
+evaluation (1,152 games) takes 10 to 60 seconds.
 """
 
 from __future__ import annotations
