@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mtrl_course import config, dataset, naming, service_spec
+
 # The walkthrough's three overrides (stated in service_spec; notebook 05 reads them here).
 from mtrl_course.service_spec import WALKTHROUGH_OVERRIDES
 
