@@ -599,3 +599,26 @@ def test_design_md_names_every_concepts_home():
     for concept, home in CONCEPT_HOMES.items():
         short = home.removeprefix("mtrl_course.")
         assert f"`{short}" in table, f"DESIGN.md's concept table does not name {short} ({concept})"
+
+
+def test_no_function_imports_again_a_name_its_module_imports():
+    # `from mtrl_course import aws` inside a function makes `aws` local to the whole function, so a
+    # use of the module's own `aws` elsewhere in it (another branch, an earlier line) raises
+    # UnboundLocalError at run time; ruff's F823 sees only uses above the import. It happened once:
+    # `resources.running_jobs` re-imported aws in its offline branch and failed live.
+    found = []
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = {
+            a.asname or a.name.split(".")[0]
+            for n in tree.body
+            if isinstance(n, (ast.Import, ast.ImportFrom))
+            for a in n.names
+        }
+        for function in ast.walk(tree):
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(function):
+                    if isinstance(node, (ast.Import, ast.ImportFrom)):
+                        again = {a.asname or a.name.split(".")[0] for a in node.names} & top
+                        found += [f"{name}.{function.name}: {n} (line {node.lineno})" for n in sorted(again)]
+    assert found == []

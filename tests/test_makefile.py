@@ -122,6 +122,9 @@ EXPERIMENT_RERUNS = {
         "tests/test_learner_grpo_results.py",
         "test_the_first_two_steps_of_seed_one_rerun",
     ),
+    # The recipe search: its 160-step runs and (parametrized, the same function) its screen,
+    # experiments/results/learner_recipe/screen_40_s1.json.
+    "learner_recipe.json": ("tests/test_learner_recipe_results.py", "test_the_first_two_steps_of_seed_one_rerun"),
     "learner_lessons.json": (
         "tests/test_learner_lessons_results.py",
         "test_seed_one_reruns_its_base_evaluation_and_first_steps",

@@ -295,7 +295,7 @@ def _runtimes(session: Any, scope: _Scope) -> list[Resource]:
 def _local_runtime_arns() -> set[str]:
     if config.is_live():
         return set()
-    from mtrl_course import aws, local
+    from mtrl_course import local
 
     aws.session()
     return {runtime.arn for runtime in local.local_runtimes()}

@@ -22,6 +22,7 @@ that every notebook starts with exactly that cell.
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import dataclasses
 import inspect
 import logging
@@ -139,7 +140,6 @@ class NotebookContext:
         cell has to put `experiments/` on `sys.path`."""
         if name in sys.modules:
             return sys.modules[name]
-        import importlib.util
 
         path = self.root / "experiments" / f"{name}.py"
         spec = importlib.util.spec_from_file_location(name, path)

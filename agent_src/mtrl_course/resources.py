@@ -162,7 +162,7 @@ def offline_adapter_dir(backend: Any | None = None) -> Path:
 
 def _prepare_offline(session: Any | None, effort: str, notebook: str) -> CourseResources:
     global _OFFLINE
-    from mtrl_course import aws, local, smoke
+    from mtrl_course import local, smoke
 
     with _LOCK:
         backend = aws.offline_backend()
@@ -412,7 +412,7 @@ def running_jobs(session: Any | None = None, category: str | None = None) -> lis
     running in another kernel uses that kernel's own local runtime and CPU, not this one's).
     """
     if not config.is_live():
-        from mtrl_course import aws, local
+        from mtrl_course import local
 
         aws.session()
         return local.running_jobs(category)

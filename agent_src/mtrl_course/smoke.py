@@ -167,7 +167,7 @@ def local_runtime(*, start: bool = True, name: str | None = None) -> Any:
         )
     from wordle_agent.rollout import RUNTIME_ENDPOINT_ENV
 
-    from mtrl_course import aws, local
+    from mtrl_course import local
 
     aws.session()  # starts the offline backend if nothing has yet
 

@@ -428,7 +428,7 @@ def _matches_offline_recipe(
 ) -> bool:
     import json
 
-    from mtrl_course import local, service_spec
+    from mtrl_course import local
     from mtrl_course.errors import ServiceError
 
     document = json.loads(describe.get("JobConfigDocument") or "{}")
@@ -466,7 +466,7 @@ def find_trained_offline(resources: CourseResources) -> str | None:
     It must still have its stand-in adapter on disk and the course's seed, so reusing it gives
     exactly what training again would.
     """
-    from mtrl_course import aws, service_spec
+    from mtrl_course import aws
 
     expected = service_spec.resolve_hyperparameters(
         {k: str(v) for k, v in planned_hyperparameters().items()},

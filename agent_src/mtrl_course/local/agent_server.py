@@ -370,8 +370,6 @@ class LocalAgentRuntime:
         sock.close()  # the child holds its own copy
 
     def _watch_ready(self) -> None:
-        import http.client
-
         port = self._port
         while self._thread is not None or self._process is not None:
             if self._process is not None and self._process.poll() is not None:
