@@ -44,6 +44,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import experiment_scripts
 
 # The short run's comparison is within measured tolerances (tests/test_float_paths.py's rule).
 pytestmark = pytest.mark.floats
@@ -65,11 +66,7 @@ MACHINE_PATH = re.compile(r"(?<![\w.])(?:/tmp|/root|/home|/Users)/|[A-Za-z]:\\+U
 
 @pytest.fixture(scope="module")
 def script():
-    sys.path.insert(0, str(ROOT / "experiments"))
-    try:
-        import train_base_lm
-    finally:
-        sys.path.remove(str(ROOT / "experiments"))
+    train_base_lm = experiment_scripts.load("train_base_lm")
     return train_base_lm
 
 

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+import experiment_scripts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -262,13 +263,7 @@ def test_the_stored_directions_hold(stored):
 
 @pytest.mark.experiments
 def test_one_cheap_configuration_reproduces_the_stored_steps(backend, stored, tmp_path):
-    import sys
-
-    sys.path.insert(0, str(ROOT / "experiments"))
-    try:
-        import failure_modes
-    finally:
-        sys.path.remove(str(ROOT / "experiments"))
+    failure_modes = experiment_scripts.load("failure_modes")
     seed = stored["seeds"][0]
     name = "lr_1e-3_recovery_off"
     rerun = failure_modes.run_lr(name, seed, tmp_path, steps=2, evaluate=False)

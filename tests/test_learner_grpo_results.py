@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
+import experiment_scripts
 from numbers_within import LEARNER_VALIDATION_WORDS as VALIDATION_WORDS
 from numbers_within import ONE_GAME_OF_A_STEP
 
@@ -33,11 +33,7 @@ def stored() -> dict:
 
 @pytest.fixture(scope="module")
 def experiment():
-    sys.path.insert(0, str(ROOT / "experiments"))
-    try:
-        import learner_grpo
-    finally:
-        sys.path.remove(str(ROOT / "experiments"))
+    learner_grpo = experiment_scripts.load("learner_grpo")
     return learner_grpo
 
 

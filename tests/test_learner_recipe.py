@@ -8,11 +8,11 @@ exp or log (the training run below never samples: its games are scripted, its up
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import experiment_scripts
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -32,11 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def recipe():
-    sys.path.insert(0, str(ROOT / "experiments"))
-    try:
-        import learner_recipe
-    finally:
-        sys.path.remove(str(ROOT / "experiments"))
+    learner_recipe = experiment_scripts.load("learner_recipe")
     return learner_recipe
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
 from pathlib import Path
 
 import pytest
+import experiment_scripts
 from numbers_within import LEARNER_VALIDATION_WORDS as VALIDATION_WORDS
 from numbers_within import ONE_GAME_OF_A_STEP
 
@@ -30,11 +30,7 @@ COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 @pytest.fixture(scope="module")
 def experiment():
-    sys.path.insert(0, str(ROOT / "experiments"))
-    try:
-        import learner_recipe
-    finally:
-        sys.path.remove(str(ROOT / "experiments"))
+    learner_recipe = experiment_scripts.load("learner_recipe")
     return learner_recipe
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
+import experiment_scripts
 from mtrl_course import numerics
 
 pytestmark = pytest.mark.floats
@@ -28,11 +28,7 @@ def stored() -> dict:
 
 @pytest.fixture(scope="module")
 def ablation():
-    sys.path.insert(0, str(ROOT / "experiments"))
-    try:
-        import reward_ablation
-    finally:
-        sys.path.remove(str(ROOT / "experiments"))
+    reward_ablation = experiment_scripts.load("reward_ablation")
     return reward_ablation
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
+import experiment_scripts
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "standin_lessons.json"
@@ -26,11 +26,7 @@ def stored() -> dict:
 
 @pytest.fixture(scope="module")
 def lessons():
-    sys.path.insert(0, str(ROOT / "experiments"))
-    try:
-        import standin_lessons
-    finally:
-        sys.path.remove(str(ROOT / "experiments"))
+    standin_lessons = experiment_scripts.load("standin_lessons")
     return standin_lessons
 
 
