@@ -74,6 +74,9 @@ DEFAULT_QUALIFIER = "DEFAULT"
 LOG_MESSAGE_CHARS = 150
 # Numbers that change from run to run in the agent's summary line; blanked in tables.
 VOLATILE = re.compile(r"\belapsed=\d+(?:\.\d+)?s\b")
+# A loopback address's port is picked by the operating system per run; a table shows it blanked
+# so that a filter on a status code ("403") never matches a port number by chance.
+LOOPBACK_PORT = re.compile(r"\b(127\.0\.0\.1|localhost):\d+\b")
 LIVE_LOG_LIMIT = 100
 # The runtime's answer inside any text (a pasted CLI output, a log excerpt).
 REWARD_IN_TEXT = re.compile(r'"reward"\s*:\s*(-?\d+(?:\.\d+)?)')
@@ -229,10 +232,11 @@ class SmokeResult:
         return {key: naming.mask_account(value) if isinstance(value, str) else value for key, value in rows.items()}
 
     def log_table(self, max_chars: int = LOG_MESSAGE_CHARS) -> list[dict[str, str]]:
-        """The log lines as rows (source, level, message), shortened, accounts masked, timings blanked."""
+        """The log lines as rows (source, level, message), shortened; accounts masked, timings and loopback ports blanked."""
         rows = []
         for line in self.logs:
             message = VOLATILE.sub("elapsed=…", naming.mask_account(line.message))
+            message = LOOPBACK_PORT.sub(r"\1:<port>", message)
             if len(message) > max_chars:
                 message = message[: max_chars - 1] + "…"
             rows.append({"source": line.source, "level": line.level, "message": message})
