@@ -91,6 +91,7 @@ from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator  # noqa: E
 from mtrl_course.local.learner_policy import LearnerPolicy, load_base  # noqa: E402
 from mtrl_course.rl.advantages import GRPO, Estimator, group_advantages  # noqa: E402
 from wordle_agent import rollout  # noqa: E402
+from wordle_agent.words import ANSWERS  # noqa: E402
 
 RESULTS = REPO / "experiments" / "results" / "learner_grpo.json"
 SETTINGS = (("t1_low", 1.0, "low"), ("t0_low", 0.0, "low"), ("t1_medium", 1.0, "medium"))
@@ -100,6 +101,29 @@ _EVALS = iter(range(1, 10**9))
 
 def answer_of(task: str) -> str:
     return json.loads(task)["answer"]
+
+
+# --- Word pools (the training words a batched run draws its prompts from) ----------------------------
+
+POOLS = ("training", "all")
+
+
+def validation_words() -> list[str]:
+    """Notebook 04's 128 held-out words (lowercase, in row order)."""
+    return [answer_of(t) for t in failure_experiments.rows("validation")]
+
+
+def word_pool(name: str) -> list[str]:
+    """The training words of pool `name`: "training" (the 640 training rows' answers, in row order)
+    or "all" (every answer of the course's list but the validation words, in the list's order)."""
+    if name == "training":
+        return [answer_of(t) for t in failure_experiments.rows("training")]
+    if name != "all":
+        raise ValueError(f"unknown word pool {name!r}; choose one of {POOLS}")
+    held_out = set(validation_words())
+    pool = [w.lower() for w in ANSWERS if w.lower() not in held_out]
+    assert not held_out & set(pool) and len(pool) == len(ANSWERS) - len(held_out), "a validation word in the pool"
+    return pool
 
 
 def eval_agent(adapter, tasks, *, temperature, effort, seed, workers=64):

@@ -65,8 +65,8 @@ os.environ.setdefault("MTRL_MODE", "offline")
 
 from mtrl_course.learner import play as batch_play  # noqa: E402
 from mtrl_course.learner.grpo import LR_SCALE  # noqa: E402
-from mtrl_course.local import failure_experiments  # noqa: E402
 from mtrl_course.local.learner_policy import load_base  # noqa: E402
+from mtrl_course.verdicts import verdict  # noqa: E402
 from wordle_agent.words import ALLOWED, ENTROPY  # noqa: E402
 
 
@@ -82,8 +82,7 @@ learner_grpo = _load_learner_grpo()
 
 RESULTS = REPO / "experiments" / "results" / "learner_lessons.json"
 STEPS = 10  # notebook 05's run: 10 steps of 32 prompts x 8 rollouts
-VAL_EVERY = 2
-CHECKPOINTS = (2, 4, 6, 8, 10)
+POINTS = 5  # greedy validations and kept checkpoints a run: after every STEPS / POINTS steps
 EVAL_SEEDS = 2  # x 128 held-out words at temperature 1
 HIGH_LR = 3e-5  # three times the course's 1e-5 (ten times broke play within two steps in a smoke run, not stored)
 # The curriculum of experiments/standin_lessons.py: half the rows, two priors, the first an opener.
@@ -120,11 +119,19 @@ def curriculum_priors(answers: list[str], seed: int) -> list[list[str]]:
     return out
 
 
-def evaluate(adapter: Any, *, temperature: float, effort: str, seed: int) -> dict[str, Any]:
-    """The held-out words at one setting: at temperature 0 one pass, else EVAL_SEEDS passes."""
+def checkpoints_for(steps: int) -> tuple[int, ...]:
+    """The steps after which a run is validated and its adapter kept: POINTS evenly spaced ones."""
+    every = max(1, steps // POINTS)
+    return tuple(range(every, steps, every))[: POINTS - 1] + (steps,)
+
+
+def evaluate(
+    adapter: Any, *, temperature: float, effort: str, seed: int, eval_seeds: int = EVAL_SEEDS
+) -> dict[str, Any]:
+    """The held-out words at one setting: at temperature 0 one pass, else `eval_seeds` passes."""
     params, model_config, _ = load_base()
-    words = [learner_grpo.answer_of(t) for t in failure_experiments.rows("validation")]
-    passes = 1 if temperature == 0 else EVAL_SEEDS
+    words = learner_grpo.validation_words()
+    passes = 1 if temperature == 0 else eval_seeds
     games = []
     for k in range(passes):
         games += batch_play.play_games(
@@ -153,15 +160,31 @@ def evaluate(adapter: Any, *, temperature: float, effort: str, seed: int) -> dic
 
 
 def run_seed(
-    seed: int, arms: list[str], progress: tqdm, out: dict[str, Any], save: Callable[[], None]
+    seed: int,
+    arms: list[str],
+    progress: tqdm,
+    out: dict[str, Any],
+    save: Callable[[], None],
+    *,
+    steps: int = STEPS,
+    pool: str = "training",
+    eval_seeds: int = EVAL_SEEDS,
 ) -> dict[str, Any]:
-    """Fill `out` (this seed's base and arms; what it already holds is kept) and `save()` after each part."""
+    """Fill `out` (this seed's base and arms; what it already holds is kept) and `save()` after each part.
+
+    Each arm trains `steps` steps on prompts from word pool `pool` (learner_grpo.POOLS) and is
+    evaluated over `eval_seeds` x 128 held-out games at temperature 1."""
+
+    def evaluate_at(adapter: Any, temperature: float, effort: str) -> dict[str, Any]:
+        return evaluate(adapter, temperature=temperature, effort=effort, seed=seed, eval_seeds=eval_seeds)
+
     if "base" not in out:
-        out["base"] = {name: evaluate(None, temperature=t, effort=e, seed=seed) for name, t, e in GRID}
+        out["base"] = {name: evaluate_at(None, t, e) for name, t, e in GRID}
         save()
     progress.update(1)
     out.setdefault("arms", {})
-    answers = [learner_grpo.answer_of(t) for t in failure_experiments.rows("training")]
+    answers = learner_grpo.word_pool(pool)
+    kept = checkpoints_for(steps)
     for arm in arms:
         if arm in out["arms"]:
             progress.update(1)
@@ -170,16 +193,17 @@ def run_seed(
         reward = spec.pop("reward")
         recovery = spec.pop("recovery", True)
         priors = curriculum_priors(answers, seed) if spec.pop("curriculum", False) else None
-        overrides = {"max_steps": STEPS, "max_epochs": 1, **spec}
-        checkpoints: dict[int, Any] | None = dict.fromkeys(CHECKPOINTS) if arm == "outcome_only" else None
+        overrides = {"max_steps": steps, "max_epochs": 1, **spec}
+        checkpoints: dict[int, Any] | None = dict.fromkeys(kept) if arm == "outcome_only" else None
         adapter, curves, seconds = learner_grpo.train_batch(
             seed,
             overrides,
             reward,
-            val_every=VAL_EVERY,
+            val_every=kept[0],
             train_priors=priors,
             recovery=recovery,
             checkpoints=checkpoints,
+            answers=answers,
         )
         row: dict[str, Any] = {
             "overrides": overrides,
@@ -188,15 +212,13 @@ def run_seed(
             "curriculum": priors is not None,
             "train_seconds": seconds,
             "curves": {k: {str(s): v for s, v in c.items()} for k, c in curves.items()},
-            "trained": {"t1_low": evaluate(adapter, temperature=1.0, effort="low", seed=seed)},
+            "trained": {"t1_low": evaluate_at(adapter, 1.0, "low")},
         }
         if arm == "outcome_only":
             for name, temperature, effort in GRID[1:]:
-                row["trained"][name] = evaluate(adapter, temperature=temperature, effort=effort, seed=seed)
+                row["trained"][name] = evaluate_at(adapter, temperature, effort)
             assert checkpoints is not None
-            row["checkpoints_t1_low"] = {
-                str(step): evaluate(a, temperature=1.0, effort="low", seed=seed) for step, a in checkpoints.items()
-            }
+            row["checkpoints_t1_low"] = {str(step): evaluate_at(a, 1.0, "low") for step, a in checkpoints.items()}
         out["arms"][arm] = row
         save()
         progress.update(1)
@@ -210,15 +232,15 @@ def run_seed(
 def _stat(values: list[float]) -> dict[str, Any]:
     v = np.asarray(values, dtype=float)
     sd = float(v.std(ddof=1)) if len(v) > 1 else float("nan")
-    se = sd / np.sqrt(len(v)) if len(v) > 1 else float("nan")
-    mean = float(v.mean())
+    judged = verdict([float(x) for x in v])  # the course's one rule: Student's t cutoff for len(v) seeds
     return {
-        "mean": mean,
+        "mean": judged.mean,
         "sd": sd,
-        "se": se,
+        "se": judged.se,
         "by_seed": [float(x) for x in v],
-        # "beyond noise": the mean is more than twice its standard error away from zero
-        "beyond_noise": bool(len(v) > 1 and abs(mean) > 2 * se),
+        "cutoff_se": judged.cutoff,
+        "verdict": judged.label,
+        "beyond_noise": judged.beyond_noise,
     }
 
 
@@ -282,7 +304,7 @@ def statistics(seeds: dict[str, Any]) -> dict[str, Any]:
 
 def combine(parts: list[Path], out: Path) -> int:
     """One results file from one-seed files of the same arms (run side by side)."""
-    keys = ("base_id", "arms", "steps", "eval_seeds", "lr_scale")
+    keys = ("base_id", "arms", "steps", "eval_seeds", "lr_scale", "pool")
     combined = learner_grpo.merge_runs(parts, keys, "experiments/learner_lessons.py")
     combined["statistics"] = statistics(combined["seeds"])
     out.write_text(json.dumps(combined, indent=1) + "\n")
@@ -291,20 +313,23 @@ def combine(parts: list[Path], out: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global STEPS, CHECKPOINTS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--arms", nargs="+", choices=sorted(ARMS), default=list(ARMS))
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--steps", type=int, default=STEPS, help="training steps per arm (a smoke test uses 2)")
+    ap.add_argument(
+        "--pool", choices=learner_grpo.POOLS, default="training", help="the training words (see learner_grpo.word_pool)"
+    )
+    ap.add_argument(
+        "--eval-seeds", type=int, default=EVAL_SEEDS, help="x 128 held-out games per setting at temperature 1"
+    )
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--resume", action="store_true", help="keep the base and arms --out already holds")
     ap.add_argument("--combine", type=Path, nargs="+", help="merge one-seed results files into --out, then stop")
     args = ap.parse_args(argv)
     if args.combine:
         return combine(args.combine, args.out)
-    STEPS = args.steps
-    CHECKPOINTS = tuple(c for c in CHECKPOINTS if c < STEPS) + (STEPS,)
     _, _, base_id = load_base()
     out: dict[str, Any] = {
         "command": "python experiments/learner_lessons.py " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -312,15 +337,16 @@ def main(argv: list[str] | None = None) -> int:
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "base_id": base_id,
         "lr_scale": LR_SCALE,
-        "steps": STEPS,
-        "eval_seeds": EVAL_SEEDS,
+        "steps": args.steps,
+        "pool": args.pool,
+        "eval_seeds": args.eval_seeds,
         "arms": {a: ARMS[a] for a in args.arms},
         "seeds": {},
     }
     if args.resume and args.out.is_file():
         before = json.loads(args.out.read_text())
-        for key in ("base_id", "steps", "eval_seeds", "arms"):
-            if before[key] != out[key]:
+        for key in ("base_id", "steps", "pool", "eval_seeds", "arms"):
+            if before.get(key, "training" if key == "pool" else None) != out[key]:  # pool: older files had none
                 raise SystemExit(f"cannot resume {args.out}: it was made with another {key}")
         out["seeds"] = before["seeds"]
 
@@ -330,7 +356,16 @@ def main(argv: list[str] | None = None) -> int:
 
     with tqdm(total=len(args.seeds) * (1 + len(args.arms)), desc="learner lessons", unit="run") as progress:
         for seed in args.seeds:
-            run_seed(seed, args.arms, progress, out["seeds"].setdefault(str(seed), {}), save)
+            run_seed(
+                seed,
+                args.arms,
+                progress,
+                out["seeds"].setdefault(str(seed), {}),
+                save,
+                steps=args.steps,
+                pool=args.pool,
+                eval_seeds=args.eval_seeds,
+            )
     if len({len(row.get("arms", {})) for row in out["seeds"].values()}) == 1:
         out["statistics"] = statistics(out["seeds"])
         save()

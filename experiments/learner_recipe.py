@@ -92,7 +92,6 @@ from mtrl_course.local.metrics import pass_at_k  # noqa: E402  (the service's pa
 from mtrl_course.rewards import OUTCOME_ONLY, TIERED, TIERED_FULL_LOSS  # noqa: E402
 from mtrl_course.rl.advantages import estimator  # noqa: E402
 from mtrl_course.service_spec import TrainingHyperparameters  # noqa: E402
-from wordle_agent.words import ANSWERS  # noqa: E402
 
 RESULTS = REPO / "experiments" / "results" / "learner_recipe.json"
 SCRIPT = "experiments/learner_recipe.py"
@@ -101,10 +100,9 @@ PASS_KS = (1, 4, 8)
 EFFORT = failure_experiments.DEPLOYED_EFFORT
 SETTINGS = (("t1_low", 1.0), ("t0_low", 0.0))  # name, temperature; temperature 0 is played once
 VAL_EVERY = 20  # train_batch's greedy validation on the held-out words, every this many steps
-POOLS = ("training", "all")
 
 # name -> the recipe: hyperparameter overrides (on failure_experiments.DEFAULT_RUN), estimator
-# name (rl.advantages.ESTIMATORS), reward name (mtrl_course.rewards.REWARDS), word pool (POOLS).
+# name (rl.advantages.ESTIMATORS), reward name (mtrl_course.rewards.REWARDS), word pool (learner_grpo.POOLS).
 ARMS: dict[str, dict[str, Any]] = {
     # Today's recipe (experiments/learner_grpo.py's stored long run, outcome-only).
     "base640": {"overrides": {"learning_rate": 1e-5}, "estimator": "grpo", "reward": OUTCOME_ONLY, "pool": "training"},
@@ -126,27 +124,6 @@ ARMS: dict[str, dict[str, Any]] = {
     },
     "all_tiered": {"overrides": {"learning_rate": 1e-5}, "estimator": "grpo", "reward": TIERED, "pool": "all"},
 }
-
-
-# --- Word pools ------------------------------------------------------------------------------------
-
-
-def validation_words() -> list[str]:
-    """Notebook 04's 128 held-out words (lowercase, in row order)."""
-    return [learner_grpo.answer_of(t) for t in failure_experiments.rows("validation")]
-
-
-def word_pool(name: str) -> list[str]:
-    """The training words of pool `name`: "training" (the 640 training rows' answers, in row order)
-    or "all" (every answer of the course's list but the validation words, in the list's order)."""
-    if name == "training":
-        return [learner_grpo.answer_of(t) for t in failure_experiments.rows("training")]
-    if name != "all":
-        raise ValueError(f"unknown word pool {name!r}; choose one of {POOLS}")
-    held_out = set(validation_words())
-    pool = [w.lower() for w in ANSWERS if w.lower() not in held_out]
-    assert not held_out & set(pool) and len(pool) == len(ANSWERS) - len(held_out), "a validation word in the pool"
-    return pool
 
 
 # --- pass@k ----------------------------------------------------------------------------------------
@@ -214,7 +191,7 @@ def evaluate(adapter, words: Sequence[str], *, temperature: float, seeds: Sequen
 
 def evaluate_all(adapter, eval_seeds: Sequence[int]) -> dict:
     """Both settings: temperature 1 over every evaluation seed, temperature 0 once (the first)."""
-    words = validation_words()
+    words = learner_grpo.validation_words()
     return {
         name: evaluate(adapter, words, temperature=t, seeds=eval_seeds if t > 0 else eval_seeds[:1])
         for name, t in SETTINGS
@@ -275,7 +252,7 @@ def train_arm(
         arm["reward"],
         val_every,
         estimator=estimator(arm["estimator"]),
-        answers=word_pool(arm["pool"]),
+        answers=learner_grpo.word_pool(arm["pool"]),
         on_step=on_step,
     )
 
@@ -354,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     _, _, base_id = load_base()
     eval_seeds = [EVAL_SEED + k for k in range(args.eval_seeds)]
-    pools = {name: len(word_pool(name)) for name in POOLS}
+    pools = {name: len(learner_grpo.word_pool(name)) for name in learner_grpo.POOLS}
     print(f"word pools: {pools} (validation words excluded from both)", flush=True)
     out: dict = {
         "command": f"python {SCRIPT} " + " ".join(argv if argv is not None else sys.argv[1:]),

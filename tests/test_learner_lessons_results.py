@@ -102,7 +102,7 @@ def test_seed_one_reruns_its_base_evaluation_and_first_steps(stored, experiment)
     row = stored["seeds"]["1"]
     greedy = experiment.evaluate(None, temperature=0.0, effort="low", seed=1)
     assert abs(greedy["solve_rate"] - row["base"]["t0_low"]["solve_rate"]) <= 1 / VALIDATION_WORDS
-    answers = [experiment.learner_grpo.answer_of(t) for t in experiment.failure_experiments.rows("training")]
+    answers = experiment.learner_grpo.word_pool("training")
     for arm, priors in (("outcome_only", None), ("curriculum", experiment.curriculum_priors(answers, 1))):
         _, curves, _ = experiment.learner_grpo.train_batch(
             1, {"max_steps": 2, "max_epochs": 1}, "outcome_only", val_every=1000, train_priors=priors

@@ -74,28 +74,35 @@ def test_pass_rates_average_over_words_and_skip_k_above_n(recipe):
 
 
 def test_the_all_pool_is_every_answer_but_the_validation_words(recipe):
-    held_out = set(recipe.validation_words())
-    pool = recipe.word_pool("all")
+    held_out = set(recipe.learner_grpo.validation_words())
+    pool = recipe.learner_grpo.word_pool("all")
     assert len(held_out) == 128 and held_out <= {w.lower() for w in ANSWERS}
     assert not held_out & set(pool)
     assert set(pool) | held_out == {w.lower() for w in ANSWERS} and len(pool) == len(set(pool)) == 1788
-    assert set(recipe.word_pool("training")) <= set(pool) and len(recipe.word_pool("training")) == 640
+    assert (
+        set(recipe.learner_grpo.word_pool("training")) <= set(pool)
+        and len(recipe.learner_grpo.word_pool("training")) == 640
+    )
     with pytest.raises(ValueError, match="unknown word pool"):
-        recipe.word_pool("everything")
+        recipe.learner_grpo.word_pool("everything")
 
 
 def test_every_arm_names_a_registry_reward_a_known_estimator_and_a_pool(recipe):
     fields = set(TrainingHyperparameters.__dataclass_fields__)
     for name, arm in recipe.ARMS.items():
         assert set(arm) == {"overrides", "estimator", "reward", "pool"}, name
-        assert arm["reward"] in rewards.REWARDS and arm["estimator"] in ESTIMATORS and arm["pool"] in recipe.POOLS
+        assert (
+            arm["reward"] in rewards.REWARDS
+            and arm["estimator"] in ESTIMATORS
+            and arm["pool"] in recipe.learner_grpo.POOLS
+        )
         assert set(arm["overrides"]) <= fields, name
         hp = TrainingHyperparameters.unbounded(
             {**recipe.failure_experiments.DEFAULT_RUN, **recipe.arm_overrides(name, 160)}
         )
         assert hp.global_batch_size * hp.group_size == 256, name  # every arm plays 256 games a step
         # The epochs never cut the run: train_batch runs min(max_steps, max_epochs x steps an epoch).
-        per_epoch = len(recipe.word_pool(arm["pool"])) // hp.global_batch_size
+        per_epoch = len(recipe.learner_grpo.word_pool(arm["pool"])) // hp.global_batch_size
         assert min(hp.max_steps, hp.max_epochs * per_epoch) == 160, name
     assert recipe.ARMS["all_dr"]["estimator"] == DR_GRPO.name
 
