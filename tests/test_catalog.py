@@ -48,6 +48,7 @@ def test_course_order_and_file_names_are_stable() -> None:
         ({"prerequisites": ("07",)}, "does not come before"),
         ({"live_cost": "about $5 of tokens"}, "needs its source"),
         ({"offline_seconds": 0}, "must be positive"),
+        ({"summary": "Launch the job. " * 60}, "keep it under 200"),
     ],
 )
 def test_problems_catches_malformed_entries(monkeypatch: pytest.MonkeyPatch, change: dict, expected: str) -> None:
@@ -93,6 +94,14 @@ def test_banner_carries_every_field() -> None:
             "Tested with",
         ):
             assert f"- **{field}:**" in banner, (entry.nn, field)
+
+
+def test_every_banner_is_short_enough_to_read_before_starting() -> None:
+    # The review that set the limit found banners of 235 and 244 words, where the cost and the
+    # prerequisites drowned; under 200 they still carry every field (the test above).
+    counts = {entry.nn: len(catalog.banner_markdown(entry.nn).split()) for entry in catalog.NOTEBOOKS}
+    too_long = {nn: words for nn, words in counts.items() if words >= catalog.BANNER_WORD_LIMIT}
+    assert not too_long, f"banners of {catalog.BANNER_WORD_LIMIT} words or more: {too_long}"
 
 
 def test_banner_links_prerequisites_and_the_clean_up() -> None:

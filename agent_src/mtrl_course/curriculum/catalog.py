@@ -42,6 +42,9 @@ COURSE_LIVE_TOTAL = (
     "for the evaluation jobs. Token prices are on the SageMaker AI pricing page; the course "
     "never assumes them."
 )
+# A banner is read before the learner starts; past this many words it is skimmed, and the cost and
+# prerequisites get missed. `problems()` reports a banner that reaches it.
+BANNER_WORD_LIMIT = 200
 NN_PATTERN = re.compile(r"^\d\d$")
 SLUG_PATTERN = re.compile(r"^[a-z0-9]+(?:_[a-z0-9]+)*$")
 
@@ -178,24 +181,21 @@ NOTEBOOKS: tuple[Entry, ...] = (
         nn="05",
         slug="launch_training",
         title="Launch training",
-        summary="Start a multi-turn RL job with MultiTurnRLTrainer and the walkthrough's three overrides, "
-        "estimate its cost with your prices, or attach to a job started earlier; offline, a small "
-        "stand-in policy really trains on your machine.",
+        summary="Price and start a training job with MultiTurnRLTrainer and the walkthrough's three overrides, "
+        "or attach to one started earlier; offline, a stand-in trains locally.",
         modes=(OFFLINE, LIVE),
         offline_seconds=43,
-        live_time="about 12 h 40 min for the walkthrough's 100-step run (AWS walkthrough); "
-        "a lab can attach to a job started earlier",
-        live_cost="about $339 in training tokens and about $79 of AgentCore runtime for the "
-        "walkthrough's 100-step run (AWS walkthrough)",
+        live_time="about 12 h 40 min (the AWS walkthrough's 100-step run)",
+        live_cost="about $339 in training tokens plus about $79 of AgentCore runtime (AWS walkthrough)",
         billable=(
-            "SageMaker AI tokens: prefill, sample and train, per million, per base model (SageMaker AI pricing page)",
+            "SageMaker AI prefill, sample and train tokens (SageMaker AI pricing page)",
             _AGENTCORE_RUNTIME,
         ),
         creates=(
             "the training job (billing stops when it ends)",
-            "an MLflow app, if you have none",
-            "S3 objects and model-package groups made by the trainer",
-            "the output model package (not billed)",
+            "an MLflow app if you have none",
+            "the trainer's S3 objects",
+            "model packages and their groups (not billed)",
         ),
         cleaned_up_in=CLEANUP_NOTEBOOK,
         prerequisites=("03", "04", "live: an MLflow app, or permission to create one"),
@@ -220,18 +220,16 @@ NOTEBOOKS: tuple[Entry, ...] = (
         "temperature), one evaluation job at a time, and break down what the jobs billed.",
         modes=(OFFLINE, LIVE),
         offline_seconds=27,
-        live_time="about an hour for the walkthrough's evaluation jobs, 4 to 7 min per "
-        "128-word job, one at a time (AWS walkthrough)",
+        live_time="about an hour for the walkthrough's jobs, 4 to 7 min each (AWS walkthrough)",
         live_cost="about $1.20 in tokens for the walkthrough's evaluation jobs (AWS walkthrough), "
         "plus AgentCore runtime",
         billable=(
-            "SageMaker AI tokens for the evaluation rollouts (SageMaker AI pricing page)",
+            "SageMaker AI tokens (SageMaker AI pricing page)",
             _AGENTCORE_RUNTIME,
         ),
         creates=(
             "evaluation jobs (billing stops when they end)",
-            "the evaluator's SageMaker pipeline, only if a job runs through MultiTurnRLEvaluator "
-            "(the grid's jobs do not)",
+            "a SageMaker pipeline, only if you use MultiTurnRLEvaluator (the grid does not)",
         ),
         cleaned_up_in=CLEANUP_NOTEBOOK,
         prerequisites=("05", "live: a finished training job (yours, or one your instructor started)"),
@@ -279,30 +277,27 @@ NOTEBOOKS: tuple[Entry, ...] = (
         nn="11",
         slug="custom_composite_rewards",
         title="Bonus: custom composite rewards with Nova Forge",
-        summary="Train a stand-in coder against a four-component reward (hidden tests run in a "
-        "sandbox that judges outputs itself), catch a silently dead scorer with per-component "
-        "instrumentation, reproduce the collapse to guessing, ablate every component, and package "
-        "the environment for Nova Forge.",
+        summary="Sandbox hidden tests, train a stand-in coder on the Nova Forge post's four-component reward, "
+        "catch a dead scorer and a collapse, and package it for Nova Forge.",
         modes=(OFFLINE, LIVE),
         offline_seconds=18,
-        live_time="not measured (the Nova Forge post reports no training time)",
-        live_cost="a Nova Forge subscription plus a SageMaker HyperPod cluster (the Nova infra sample "
-        "defaults to 10 x ml.p5.48xlarge); prices are not in our sources",
+        live_time="not measured; the Nova Forge post gives none",
+        live_cost="a Nova Forge subscription plus the resources below (no prices in our sources)",
         billable=(
-            "SageMaker HyperPod cluster instances (ml.p5.48xlarge in the Nova infra sample)",
-            "Amazon ECS on Fargate reward workers",
-            "the BYOO stack's Lambda, SQS and DynamoDB",
-            "S3 storage for the environment bundle",
+            "SageMaker HyperPod (10 x ml.p5.48xlarge, the Nova infra sample's default)",
+            "ECS Fargate reward workers",
+            "Lambda, SQS, DynamoDB, S3",
         ),
         creates=(
-            "the Nova infra sample's stacks (HyperPod, EKS, VPC, ECS reward workers, pipeline)",
-            "one NovaForgeSDK stack per environment run (proxy Lambda, SQS queues, DynamoDB)",
-            "the environment bundle in S3",
+            "the Nova infra sample's stacks (VPC, EKS, HyperPod, ECS, pipeline)",
+            "a NovaForgeSDK stack per run (Lambda, SQS, DynamoDB)",
+            "the bundle in S3",
         ),
         cleaned_up_in="11",
         prerequisites=(
             "09",
-            "live: a Nova Forge subscription, ml.p5.48xlarge quota, and the Nova infra sample (aws-samples/sample-nova-multi-turn-rl-infra) checked out",
+            "live: Nova Forge subscription, ml.p5.48xlarge quota, the Nova infra sample "
+            "(aws-samples/sample-nova-multi-turn-rl-infra) checked out",
         ),
     ),
 )
@@ -422,6 +417,15 @@ def problems() -> list[str]:
                 found.append(f"{where}: prerequisite {prerequisite} is not a notebook")
             if NN_PATTERN.match(prerequisite) and prerequisite >= entry.nn:
                 found.append(f"{where}: prerequisite {prerequisite} does not come before it")
+        try:
+            words = len(banner_markdown(entry.nn).split())
+        except KeyError:  # a link to a missing notebook, reported above
+            words = 0
+        if words >= BANNER_WORD_LIMIT:
+            found.append(
+                f"{where}: its banner has {words} words; keep it under {BANNER_WORD_LIMIT} "
+                "(shorten the summary, live_time, live_cost, billable or creates)"
+            )
         for text in filter(None, (entry.live_time, entry.live_cost, *entry.billable, *entry.creates)):
             if "$" in text and "walkthrough" not in text.lower():
                 found.append(f"{where}: a dollar figure needs its source (the AWS walkthrough): {text!r}")
