@@ -59,6 +59,7 @@ import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from mtrl_course import rewards  # noqa: E402
+from mtrl_course.verdicts import GAIN, LOSS, verdict  # noqa: E402
 from mtrl_course.local import fastlane, hub, mlflow_store, runner, standin_lane  # noqa: E402
 from mtrl_course.local.failure_experiments import MemoryJob  # noqa: E402
 from mtrl_course.local.job_runtime_emulator import JobRuntimeEmulator  # noqa: E402
@@ -394,8 +395,14 @@ def summary(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def _holds(stat: dict[str, float]) -> bool:
-    return bool(np.isfinite(stat["se"]) and stat["mean"] > 2 * stat["se"])
+def judge(stat: dict[str, Any]) -> None:
+    """Label `stat` in place by the course's one rule (mtrl_course.verdicts: Student's t cutoff
+    for its seed count): "holds" when it is beyond noise in the expected (positive) direction,
+    "opposite" when beyond noise the other way."""
+    judged = verdict(stat["values"])
+    stat["cutoff_se"] = judged.cutoff
+    stat["holds"] = judged.label == GAIN
+    stat["opposite"] = judged.label == LOSS
 
 
 def statistics(seeds: list[dict]) -> dict[str, dict[str, Any]]:
@@ -466,8 +473,7 @@ def statistics(seeds: list[dict]) -> dict[str, dict[str, Any]]:
         [s["curriculum"]["final_val"] - s["group_size"]["8"]["final_val"] for s in seeds]
     )
     for stat in stats.values():
-        stat["holds"] = _holds(stat)
-        stat["opposite"] = bool(np.isfinite(stat["se"]) and stat["mean"] < -2 * stat["se"])
+        judge(stat)
     return stats
 
 
@@ -511,8 +517,11 @@ def table(stats: dict[str, dict[str, Any]]) -> str:
     width = max(len(k) for k in stats)
     lines = [f"{'statistic (stand-in policy)':<{width}}  {'mean':>8} {'sd':>7} {'se':>7}  verdict", "-" * (width + 40)]
     for key, s in stats.items():
-        verdict = "holds (> 2 se)" if s["holds"] else ("opposite (> 2 se)" if s["opposite"] else "null (within 2 se)")
-        lines.append(f"{key:<{width}}  {s['mean']:>8.3f} {s['sd']:>7.3f} {s['se']:>7.3f}  {verdict}")
+        cut = f"{s['cutoff_se']:.2f} se"
+        label = (
+            f"holds (> {cut})" if s["holds"] else (f"opposite (> {cut})" if s["opposite"] else f"null (within {cut})")
+        )
+        lines.append(f"{key:<{width}}  {s['mean']:>8.3f} {s['sd']:>7.3f} {s['se']:>7.3f}  {label}")
     return "\n".join(lines)
 
 

@@ -19,7 +19,7 @@ import pytest
 from numbers_within import LEARNER_VALIDATION_WORDS as VALIDATION_WORDS
 from numbers_within import ONE_GAME_OF_A_STEP
 
-from mtrl_course import learner_results
+from mtrl_course import learner_results, verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "learner_lessons.json"
@@ -85,10 +85,11 @@ def test_the_notebook_tables_read_every_arm(stored):
     )
 
 
-def test_a_verdict_needs_the_mean_beyond_twice_its_standard_error():
-    assert learner_results._summary([0.10, 0.12, 0.11])["beyond_noise"]
-    assert not learner_results._summary([0.10, -0.08, 0.02])["beyond_noise"]
-    assert learner_results._verdict({"beyond_noise": False}).startswith("null")
+def test_a_verdict_is_the_course_rule_for_three_seeds():
+    assert learner_results._summary([0.10, 0.12, 0.11])["verdict"] == verdicts.GAIN  # 19 SE
+    assert learner_results._summary([0.05, 0.04, 0.09])["verdict"] == verdicts.NULL  # 3.9 SE: within 4.30
+    assert learner_results._gain_verdict({"by_seed": [-0.10, -0.12, -0.11]}) == verdicts.LOSS
+    assert learner_results._verdict({"by_seed": [0.10, 0.12, 0.11]}) == "higher"
 
 
 def test_a_missing_results_file_says_which_and_how_to_make_it(tmp_path):

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import experiment_scripts
 
+from mtrl_course import verdicts
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "standin_lessons.json"
 # How far outside the stored seeds' range a null statistic may land on the cheaper re-run.
@@ -36,13 +38,9 @@ def test_the_stored_results_say_how_they_were_made(stored):
     assert "stand-in" in stored["label"]
     for key, stat in stored["statistics"].items():
         assert stat["n"] == len(stored["seeds"]) and math.isfinite(stat["mean"]), key
-        assert stat["holds"] == (stat["mean"] > 2 * stat["se"]), key
-
-
-def test_points_one_to_four_hold_by_more_than_twice_their_standard_error(stored):
-    for key, stat in stored["statistics"].items():
-        if key[0] in "1234":
-            assert stat["holds"], (key, stat)
+        judged = verdicts.verdict(stat["values"])  # the course's one rule, for this many seeds
+        assert stat["cutoff_se"] == judged.cutoff, key
+        assert (stat["holds"], stat["opposite"]) == (judged.label == verdicts.GAIN, judged.label == verdicts.LOSS), key
 
 
 @pytest.mark.slow

@@ -5,8 +5,9 @@ model, `mtrl_course.learner`) was trained on the same questions by two experimen
 runs take longer than a notebook may (`experiments/learner_lessons.py`: one epoch of 20 steps,
 eight arms, three seeds; `experiments/learner_grpo.py`: the 160-step run). Each function here
 reads those stored files and returns rows for `nb.table`: every number is computed from the
-stored seeds, never typed in. A statistic is "beyond noise" when its mean across seeds is more
-than twice its standard error away from zero; otherwise it is reported as a null.
+stored seeds, never typed in. Every verdict is the course's one rule (`mtrl_course.verdicts`:
+the mean across seeds beyond the two-sided 95% cutoff of Student's t for that many seeds, 4.30
+standard errors for 3), applied to the stored per-seed values; otherwise "no effect shown".
 
 The walkthrough's column quotes what the AWS walkthrough reported for GPT-OSS-20B (BRIEF.md
 sections 5 and 7): a direction or a figure, never a number measured here.
@@ -22,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from mtrl_course import config
+from mtrl_course import config, verdicts
 
 RESULTS_DIR = config.REPO_ROOT / "experiments" / "results"
 LESSONS_FILE = "learner_lessons.json"
@@ -63,8 +64,13 @@ def _fmt(stat: Mapping[str, Any], digits: int = 3) -> str:
     return f"{stat['mean']:+.{digits}f} ± {stat['se']:.{digits}f}"
 
 
-def _verdict(stat: Mapping[str, Any]) -> str:
-    return "beyond noise" if stat["beyond_noise"] else "null (within 2 SE)"
+def _verdict(stat: Mapping[str, Any], names: tuple[str, str] = ("higher", "lower")) -> str:
+    """The rule's label for a statistic's per-seed values ("gain"/"loss" for gains over the base)."""
+    return verdicts.verdict(stat["by_seed"], names=names).label
+
+
+def _gain_verdict(stat: Mapping[str, Any]) -> str:
+    return _verdict(stat, names=(verdicts.GAIN, verdicts.LOSS))
 
 
 def _by_seed(stat: Mapping[str, Any], digits: int = 3) -> str:
@@ -72,10 +78,8 @@ def _by_seed(stat: Mapping[str, Any], digits: int = 3) -> str:
 
 
 def _summary(values: Sequence[float]) -> dict[str, Any]:
-    v = np.asarray(values, dtype=float)
-    se = float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float("nan")
-    mean = float(v.mean())
-    return {"mean": mean, "se": se, "by_seed": [float(x) for x in v], "beyond_noise": bool(abs(mean) > 2 * se)}
+    judged = verdicts.verdict([float(x) for x in values])
+    return {"mean": judged.mean, "se": judged.se, "by_seed": [float(x) for x in values], "verdict": judged.label}
 
 
 def _seeds(data: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -111,7 +115,7 @@ def headline(data: Mapping[str, Any] | None = None, long_run: Mapping[str, Any] 
                 "trained": f"{trained['mean']:.1%}",
                 "gain (± SE over seeds)": _fmt(gain),
                 "gain by seed": _by_seed(gain),
-                "verdict": _verdict(gain),
+                "verdict": _gain_verdict(gain),
             }
         )
     summary = long_run["summary"]["t1_low"]
@@ -124,7 +128,7 @@ def headline(data: Mapping[str, Any] | None = None, long_run: Mapping[str, Any] 
             "trained": f"{summary['trained_mean']:.1%}",
             "gain (± SE over seeds)": _fmt(gain),
             "gain by seed": _by_seed(gain),
-            "verdict": _verdict(gain),
+            "verdict": _gain_verdict(gain),
         }
     )
     return rows
@@ -147,7 +151,7 @@ def grid(data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
                 "base": f"{base['mean']:.1%}",
                 "trained (outcome only)": f"{trained['mean']:.1%}",
                 "adapter adds (± SE)": _fmt(adapter),
-                "verdict": _verdict(adapter),
+                "verdict": _gain_verdict(adapter),
                 "base tokens a game": float(np.mean([s["base"][key]["completion_tokens_per_game"] for s in seeds])),
             }
         )
@@ -380,7 +384,7 @@ def checkpoints(data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
                     np.mean([s["arms"]["outcome_only"]["checkpoints_t1_low"][str(step)]["solve_rate"] for s in seeds])
                 ),
                 "served minus base": _fmt(stat),
-                "verdict": _verdict(stat),
+                "verdict": _gain_verdict(stat),
             }
         )
     return rows
