@@ -139,3 +139,34 @@ def test_the_readme_quotes_the_stored_numbers(stored):
     quoted.append(points(learner_results._summary(long_run["summary"]["t1_low"]["gains"])))
     missing = [text for text in quoted if text not in readme]
     assert not missing, f"README.md's tiny-model table does not quote {missing}: update it from the stored file"
+
+
+def test_every_stored_run_is_a_row_with_the_rules_verdict():
+    rows = learner_results.every_run()
+    expected = len(learner_results.GRPO_FILES) + len(learner_results.lessons()["arms"])
+    wide = ROOT / "experiments" / "results" / learner_results.WIDE_LESSONS_FILE
+    if wide.is_file():
+        expected += len(json.loads(wide.read_text())["arms"])
+    for name in (learner_results.RECIPE_FILE, learner_results.RECIPE_SCREEN_FILE):
+        expected += len(json.loads((ROOT / "experiments" / "results" / name).read_text())["summary"])
+    assert len(rows) == expected
+    labels = {verdicts.GAIN, verdicts.LOSS, verdicts.NULL}
+    for row in rows:
+        for key in ("gain at T=1 low", "gain at T=0 low", "gain at T=1 medium"):
+            cell = row[key]
+            assert cell == "-" or cell.endswith("(1 seed)") or cell.split(": ", 1)[1] in labels, (row["run"], cell)
+    # The 160-step run on the 640 words, re-derived here from its stored per-seed gains.
+    long = next(r for r in rows if r["stored in"] == learner_results.LONG_RUN_FILE)
+    gains = json.loads((ROOT / "experiments" / "results" / learner_results.LONG_RUN_FILE).read_text())["summary"]
+    assert long["steps"] == 160 and long["gain at T=1 low"] == learner_results.points(gains["t1_low"]["gains"])
+
+
+def test_memorisation_compares_the_same_steps_on_two_word_pools():
+    runs = learner_results.memorisation_runs()
+    assert [r["words"] for r in runs] == [640, 1788] and {r["steps"] for r in runs} == {160}
+    assert [round(r["epochs"], 1) for r in runs] == [8.0, 2.9]
+    for run in runs:
+        assert len(run["blocks"]) == 3 and all(len(b) == 160 // learner_results.BLOCK for b in run["blocks"])
+    rows = learner_results.memorisation()
+    assert [r["training words"] for r in rows] == ["640", "1,788"]
+    assert learner_results.training_blocks({"1": 0.0, "2": 1.0, "3": 0.5}, block=2) == [0.5, 0.5]

@@ -23,10 +23,21 @@ from typing import Any
 
 import numpy as np
 
-from mtrl_course import config, verdicts
+from mtrl_course import config, service_spec, verdicts
 
 RESULTS_DIR = config.REPO_ROOT / "experiments" / "results"
 LESSONS_FILE = "learner_lessons.json"
+# The lessons again on the recipe search's best pool (every answer word outside validation), 40 steps.
+WIDE_LESSONS_FILE = "learner_lessons_all_words.json"
+RECIPE_FILE = "learner_recipe.json"
+RECIPE_SCREEN_FILE = "learner_recipe/screen_40_s1.json"
+# experiments/learner_grpo.py's stored runs: the first three play through the real agent.
+GRPO_FILES = (
+    "learner_grpo.json",
+    "learner_grpo_outcome_only.json",
+    "learner_grpo_outcome_only_2epochs.json",
+    "learner_grpo_outcome_only_long.json",
+)
 LONG_RUN_FILE = "learner_grpo_outcome_only_long.json"
 STANDIN_FILE = "standin_lessons.json"
 FAILURES_FILE = "failure_modes.json"
@@ -385,6 +396,150 @@ def checkpoints(data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
                 ),
                 "served minus base": _fmt(stat),
                 "verdict": _gain_verdict(stat),
+            }
+        )
+    return rows
+
+
+# --- every stored run -------------------------------------------------------------------------------
+
+GAIN_SETTINGS = (("t1_low", "T=1 low"), ("t0_low", "T=0 low"), ("t1_medium", "T=1 medium"))
+ARM_LABELS = {
+    "outcome_only": "outcome only",
+    "tiered": "tiered (the course's)",
+    "legacy": "legacy (summed per guess)",
+    "lr_3e-5_recovery_on": "outcome only, 3x learning rate",
+    "lr_3e-5_recovery_off": "outcome only, 3x learning rate, no raw-text recovery",
+    "group_16": "outcome only, groups of 16",
+    "group_32": "outcome only, groups of 32",
+    "curriculum": "outcome only, curriculum",
+    "all": "outcome only",
+    "all_dr": "outcome only, Dr. GRPO",
+    "all_lr2": "outcome only, 2x learning rate",
+    "all_g16": "outcome only, groups of 16",
+    "all_fullloss": "tiered, abandoned games charged",
+    "all_tiered": "tiered (the course's)",
+    "base640": "outcome only",
+}
+
+
+def points(values: Sequence[float]) -> str:
+    """A gain over seeds in points, with its standard error and the rule's label."""
+    judged = verdicts.verdict([100 * v for v in values])
+    if judged.n < 2:
+        return f"{judged.mean:+.1f} (1 seed)"
+    return f"{judged.mean:+.1f} ± {judged.se:.1f}: {judged.label}"
+
+
+def _row(source: str, run: str, steps: int, words: str, gains: Mapping[str, Sequence[float]], **extra: Any) -> dict:
+    row: dict[str, Any] = {"run": run, "steps": steps, "training words": words}
+    row["seeds"] = max((len(v) for v in gains.values()), default=0)
+    for key, label in GAIN_SETTINGS:
+        row[f"gain at {label}"] = points(gains[key]) if gains.get(key) else "-"
+    row.update(extra)
+    row["stored in"] = source
+    return row
+
+
+def every_run(results_dir: Path = RESULTS_DIR) -> list[dict[str, Any]]:
+    """Every stored GRPO run of the tiny model from the committed base, one row per run (or arm):
+    its held-out gain over the base at each setting measured, in points, with the rule's verdict
+    (`mtrl_course.verdicts`), nulls and losses included ("-": not measured). Each gain is against
+    its own file's base evaluation (the files' evaluation seeds differ)."""
+    rows: list[dict[str, Any]] = []
+    for name in GRPO_FILES:
+        data = _read(name, results_dir)
+        seeds = _seeds(data)
+        via = "real agent" if data.get("eval_path", "agent") == "agent" else "batched player"
+        gains = {key: [s[key]["gain"] for s in seeds if key in s] for key, _ in GAIN_SETTINGS}
+        label = ARM_LABELS.get(data["reward"], data["reward"])
+        steps = len(seeds[0]["curves"]["rollout/reward/mean"])  # max_steps capped by max_epochs' 20-step epochs
+        rows.append(_row(name, f"{label} ({via})", steps, "640", gains))
+    for name, words in ((LESSONS_FILE, "640"), (WIDE_LESSONS_FILE, "1,788")):
+        if not (Path(results_dir) / name).is_file() and name == WIDE_LESSONS_FILE:
+            continue
+        data = _read(name, results_dir)
+        seeds = _seeds(data)
+        for arm in data["arms"]:
+            settings = [key for key, _ in GAIN_SETTINGS if key in seeds[0]["arms"][arm]["trained"]]
+            gains = {
+                key: [s["arms"][arm]["trained"][key]["solve_rate"] - s["base"][key]["solve_rate"] for s in seeds]
+                for key in settings
+            }
+            rows.append(_row(name, ARM_LABELS.get(arm, arm), int(data["steps"]), words, gains))
+    for name in (RECIPE_FILE, RECIPE_SCREEN_FILE):
+        data = _read(name, results_dir)
+        for arm, summary in data["summary"].items():
+            gains = {"t1_low": summary["t1_low"]["pass@1"]["gains"], "t0_low": summary["t0_low"]["pass@1"]["gains"]}
+            words = f"{data['pool_sizes'][data['arms'][arm]['pool']]:,}"
+            pass8 = {"pass@8 gain at T=1 low": points(summary["t1_low"]["pass@8"]["gains"])}
+            rows.append(_row(name, ARM_LABELS.get(arm, arm), int(data["steps"]), words, gains, **pass8))
+    return rows
+
+
+# --- memorisation: the same 160 steps on 640 words and on 1,788 --------------------------------------
+
+BLOCK = 20  # steps per block of the on-policy training curve
+
+
+def training_blocks(curve: Mapping[str, float], block: int = BLOCK) -> list[float]:
+    """The on-policy training solve rate averaged over consecutive blocks of `block` steps."""
+    steps = sorted(int(k) for k in curve)
+    return [float(np.mean([curve[str(t)] for t in steps[i : i + block]])) for i in range(0, len(steps), block)]
+
+
+def memorisation_runs(results_dir: Path = RESULTS_DIR) -> list[dict[str, Any]]:
+    """The two 160-step outcome-only runs that differ only in their training words: per run, its
+    training curve in blocks (one list per seed), its held-out trained solve rates at T=1 low and
+    its file's base on the held-out words (the two files' evaluation seeds differ)."""
+    long_run = _read(LONG_RUN_FILE, results_dir)
+    recipe = _read(RECIPE_FILE, results_dir)
+    batch = int(service_spec.OFFLINE_OVERRIDES["global_batch_size"])  # both runs' prompts a step
+    runs = []
+    for words, curves, held_out, base in (
+        (
+            640,
+            [s["curves"]["rollout/solve_rate"] for s in _seeds(long_run)],
+            [s["t1_low"]["trained"]["solve_rate"] for s in _seeds(long_run)],
+            float(np.mean([s["t1_low"]["base"]["solve_rate"] for s in _seeds(long_run)])),
+        ),
+        (
+            recipe["pool_sizes"]["all"],
+            [recipe["runs"]["all"][k]["curves"]["rollout/solve_rate"] for k in sorted(recipe["runs"]["all"], key=int)],
+            [recipe["runs"]["all"][k]["t1_low"]["solve_rate"] for k in sorted(recipe["runs"]["all"], key=int)],
+            float(recipe["base"]["t1_low"]["solve_rate"]),
+        ),
+    ):
+        steps = len(curves[0])
+        runs.append(
+            {
+                "words": words,
+                "steps": steps,
+                "epochs": steps * batch / words,
+                "blocks": [training_blocks(c) for c in curves],
+                "held_out": held_out,
+                "base": base,
+            }
+        )
+    return runs
+
+
+def memorisation(results_dir: Path = RESULTS_DIR) -> list[dict[str, Any]]:
+    """Notebooks 04 and 05: the solve rate on the words a run trains on against the held-out words'."""
+    rows = []
+    for run in memorisation_runs(results_dir):
+        first = float(np.mean([b[0] for b in run["blocks"]]))
+        last = float(np.mean([b[-1] for b in run["blocks"]]))
+        held_out = float(np.mean(run["held_out"]))
+        rows.append(
+            {
+                "training words": f"{run['words']:,}",
+                "epochs (passes over the words)": f"{run['epochs']:.1f}",
+                "held-out solve rate of the base": f"{run['base']:.1%}",
+                f"training solve rate, first {BLOCK} steps": f"{first:.1%}",
+                f"training solve rate, last {BLOCK} steps": f"{last:.1%}",
+                "held-out solve rate after training (T=1 low)": f"{held_out:.1%}",
+                "training minus held-out, at the end": f"{100 * (last - held_out):+.1f} points",
             }
         )
     return rows

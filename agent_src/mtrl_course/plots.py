@@ -645,3 +645,31 @@ def checkpoint_table(series: pd.DataFrame) -> pd.DataFrame:
         for step, row in series.dropna(subset=["served"]).iterrows()
     ]
     return pd.DataFrame(rows)
+
+
+MEMORISATION_COLOURS = ("tab:purple", "tab:blue")
+
+
+def memorisation_curves(runs: Sequence[Mapping[str, Any]], block: int) -> Figure:
+    """The tiny model's on-policy solve rate on its training words, by block of `block` steps
+    (mean over seeds, band = their range), with each run's held-out solve rate after training
+    as a dashed line of the same colour and the base's as a square at step 0: the gap between a
+    line and its dashes is what the run learned about its own words and not about the game."""
+    fig, ax = plt.subplots(figsize=WIDE_FIGSIZE)
+    for run, colour in zip(runs, MEMORISATION_COLOURS):
+        blocks = np.array(run["blocks"]) * PERCENT
+        x = (np.arange(blocks.shape[1]) + 0.5) * block
+        label = f"{run['words']:,} training words ({run['epochs']:.1f} epochs)"
+        ax.plot(x, blocks.mean(axis=0), marker="o", ms=3, color=colour, label=f"{label}: training words")
+        ax.fill_between(x, blocks.min(axis=0), blocks.max(axis=0), color=colour, alpha=BAND_ALPHA)
+        held_out = float(np.mean(run["held_out"])) * PERCENT
+        ax.axhline(held_out, color=colour, ls="--", lw=1.2, label=f"{label}: held-out words after training")
+        ax.plot(0, run["base"] * PERCENT, marker="s", ms=5, color=colour, ls="none")
+    ax.plot([], [], marker="s", ms=5, color=COLOUR_BASE, ls="none", label="the base on the held-out words (step 0)")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("solve rate (%), T=1 low")
+    ax.set_ylim(0, 60)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title("Tiny model, 160 outcome-only steps, 3 seeds: training words against held-out words", fontsize=10)
+    fig.tight_layout()
+    return fig
