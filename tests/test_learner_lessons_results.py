@@ -170,3 +170,14 @@ def test_memorisation_compares_the_same_steps_on_two_word_pools():
     rows = learner_results.memorisation()
     assert [r["training words"] for r in rows] == ["640", "1,788"]
     assert learner_results.training_blocks({"1": 0.0, "2": 1.0, "3": 0.5}, block=2) == [0.5, 0.5]
+
+
+def test_pass_at_k_reads_the_recipe_search_and_its_headroom():
+    rows = learner_results.pass_at_k()
+    recipe = json.loads((ROOT / "experiments" / "results" / learner_results.RECIPE_FILE).read_text())
+    assert len(rows) == 1 + len(recipe["summary"])
+    base = recipe["base"]["t1_low"]["pass_at"]
+    assert rows[0]["pass@8"] == f"{base['8']['mean']:.1%}"
+    first = recipe["summary"]["all"]["t1_low"]["pass@1"]
+    closed = first["gain_mean"] / (base["8"]["mean"] - base["1"]["mean"])
+    assert rows[1]["of the pass@1 to pass@8 gap, closed"] == f"{closed:.0%}"
