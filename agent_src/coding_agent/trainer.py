@@ -34,7 +34,7 @@ from mtrl_course.rl.optim import AdamW
 # --- every hyperparameter, at the top -----------------------------------------------------------
 STEPS = 30
 TASKS_PER_STEP = 16
-GROUP_SIZE = 8  # K rollouts per task (the post's recipe uses 16 generations per prompt)
+GROUP_SIZE = 8  # K rollouts per task (the Nova 2 User Guide's example BYOO recipe sets number_generation 16)
 STEP_SIZE = 0.08  # Adam's step per weight (about); the stand-in has 20 weights
 SATURATION_STEPS = 3  # steps in a row at SATURATION_LEVEL before a term counts as saturated
 SATURATION_LEVEL = 0.9  # share of the component's largest possible value
