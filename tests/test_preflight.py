@@ -345,22 +345,26 @@ def test_the_install_cell_imports_nothing_the_bootstrap_needs():
     assert done.stdout.strip() == "[]"
 
 
-def test_notebook_00s_install_cell_runs_where_nothing_is_installed():
-    # The notebooks import the toolkit as an installed package; in a fresh Studio kernel it is not
-    # installed yet, so the install cell must find the repository and run on the standard library
-    # alone. `python -S -E` starts without site-packages (no editable install, nothing from the
-    # lock) and ignores PYTHONPATH: only the cell's own path entry can find the toolkit.
-    import subprocess
-    import sys
-
+def _install_cell():
     import nbformat
 
-    from mtrl_course import config
-
     nb = nbformat.read(config.NOTEBOOKS_DIR / "00_setup.ipynb", as_version=4)
-    [cell] = [c for c in nb.cells if c.cell_type == "code" and "preflight.install_commands(ROOT)" in c.source]
+    [cell] = [c for c in nb.cells if c.get("id") == "studio-install"]
+    return cell
+
+
+def test_notebook_00s_install_cell_runs_where_nothing_is_installed(tmp_path):
+    # The notebooks import the toolkit as an installed package; in a fresh Studio kernel it is not
+    # installed yet, so the install cell must find the course folder and run the installer on the
+    # standard library alone. A virtual environment without pip or any package stands in for that
+    # kernel: its interpreter runs the cell (from notebooks/, as Jupyter does) and the installer.
+    import subprocess
+    import venv
+
+    venv.EnvBuilder(with_pip=False).create(tmp_path / "bare")
+    bare_python = tmp_path / "bare" / "bin" / "python"
     done = subprocess.run(
-        [sys.executable, "-S", "-E", "-c", cell.source],
+        [str(bare_python), "-E", "-c", _install_cell().source],
         cwd=config.NOTEBOOKS_DIR,
         capture_output=True,
         text=True,
@@ -368,3 +372,55 @@ def test_notebook_00s_install_cell_runs_where_nothing_is_installed():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("skipped: not a SageMaker Studio space")
+
+
+def test_the_install_cell_never_edits_sys_path_and_restarts_on_the_installer_s_status():
+    import re
+
+    source = _install_cell().source
+    assert "sys.path" not in source
+    assert '-m", "mtrl_course.preflight", "studio-install"' in source
+    [restart] = re.findall(r"^RESTART = (\d+)", source, re.M)
+    assert int(restart) == preflight.RESTART_EXIT_STATUS
+
+
+def _in_studio(monkeypatch, tmp_path, inside: bool) -> None:
+    marker = tmp_path / "resource-metadata.json"
+    if inside:
+        marker.write_text("{}", encoding="utf-8")
+    monkeypatch.setattr(preflight, "STUDIO_METADATA_FILE", marker)
+
+
+def test_studio_install_outside_studio_installs_nothing(monkeypatch, tmp_path, capsys):
+    _in_studio(monkeypatch, tmp_path, inside=False)
+    ran = []
+    assert preflight.studio_install(tmp_path, run=lambda *a, **k: ran.append(a)) == 0
+    assert ran == []
+    assert capsys.readouterr().out.startswith("skipped: not a SageMaker Studio space")
+
+
+def test_studio_install_in_studio_with_the_tested_versions_installs_nothing(monkeypatch, tmp_path, capsys):
+    _in_studio(monkeypatch, tmp_path, inside=True)
+    monkeypatch.setattr(preflight, "packages_to_install", lambda: [])
+    ran = []
+    assert preflight.studio_install(tmp_path, run=lambda *a, **k: ran.append(a)) == 0
+    assert ran == []
+    assert "already has every package" in capsys.readouterr().out
+
+
+def test_studio_install_installs_the_lock_then_the_course_and_asks_for_a_restart(monkeypatch, tmp_path, capsys):
+    _in_studio(monkeypatch, tmp_path, inside=True)
+    monkeypatch.setattr(preflight, "packages_to_install", lambda: ["boto3: have 1.0, tested 1.44.8"])
+    ran = []
+    status = preflight.studio_install(tmp_path, run=lambda command, check: ran.append((command, check)))
+    assert status == preflight.RESTART_EXIT_STATUS != 0
+    assert ran == [(command, True) for command in preflight.install_commands(tmp_path)]
+    out = capsys.readouterr().out
+    assert "1 differ, e.g. boto3: have 1.0, tested 1.44.8" in out and "restarts" in out
+
+
+def test_the_installer_program_takes_one_action(capsys):
+    with pytest.raises(SystemExit) as refused:
+        preflight.main(["install-everything"])
+    assert refused.value.code == 2
+    assert "studio-install" in capsys.readouterr().err

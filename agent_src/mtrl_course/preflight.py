@@ -19,7 +19,7 @@ import importlib.metadata
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -493,7 +493,15 @@ def in_sagemaker_studio() -> bool:
 # --- notebook 00's install cell: standard library only ---------------------------------------------
 # In a fresh Studio kernel the bootstrap stops on the first package the image lacks (moto, for
 # offline mode), so the install must work without anything the bootstrap imports: no pandas,
-# boto3 or moto here, only importlib.metadata, subprocess and the lock file.
+# boto3 or moto here, only importlib.metadata, subprocess and the lock file. The cell runs this
+# module as a program (`python -m mtrl_course.preflight studio-install`, from agent_src/, with the
+# kernel's own interpreter), so the kernel imports nothing of the course before the install and
+# its sys.path is never edited.
+# The program's exit status after it installed something: the kernel that ran it must restart to
+# load the new versions (0 means nothing was installed). Notebook 00's cell compares against it.
+RESTART_EXIT_STATUS = 3
+
+
 def lock_pins(lock_file: Path | None = None) -> dict[str, str]:
     """`name -> version` for every `name==version` line of requirements.lock (names normalised).
 
@@ -524,3 +532,42 @@ def install_commands(root: Path, python: str | None = None) -> list[list[str]]:
         [python, "-m", "pip", "install", "--quiet", "-r", str(Path(root) / lockfile.LOCK_FILE.name)],
         [python, "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(Path(root))],
     ]
+
+
+def studio_install(root: Path | None = None, *, run: Callable[..., Any] = subprocess.run) -> int:
+    """Notebook 00's install step: in a Studio space, install the lock and the course if a pin differs.
+
+    Prints what it found and did, and returns RESTART_EXIT_STATUS after installing, else 0.
+    Outside Studio it installs nothing (`make venv` did). `run` runs each pip command (tests pass
+    a recorder).
+    """
+    if not in_sagemaker_studio():
+        print("skipped: not a SageMaker Studio space (on your own machine, `make venv` installed the course)")
+        return 0
+    differing = packages_to_install()
+    if not differing:
+        print("this kernel already has every package of requirements.lock at the tested version")
+        return 0
+    # flush: the cell shows this program's output line by line, through a pipe.
+    print(f"installing the course's pinned packages ({len(differing)} differ, e.g. {differing[0]}) ...", flush=True)
+    for command in install_commands(root or config.REPO_ROOT):
+        run(command, check=True)
+    print("installed: the kernel restarts now to load them; then run the bootstrap cell again", flush=True)
+    return RESTART_EXIT_STATUS
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m mtrl_course.preflight studio-install`: notebook 00's install step, as a program."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m mtrl_course.preflight",
+        description="Install the course's pinned packages into this interpreter, in a SageMaker Studio space only.",
+    )
+    parser.add_argument("action", choices=["studio-install"])
+    parser.parse_args(argv)
+    return studio_install()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
