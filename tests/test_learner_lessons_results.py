@@ -99,14 +99,16 @@ def test_a_missing_results_file_says_which_and_how_to_make_it(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.experiments
-def test_seed_one_reruns_its_base_evaluation_and_first_steps(stored, experiment):
+@pytest.mark.parametrize("name", ["learner_lessons.json", "learner_lessons_all_words.json"])
+def test_seed_one_reruns_its_base_evaluation_and_first_steps(name, experiment):
+    stored = json.loads((RESULTS.parent / name).read_text())
     row = stored["seeds"]["1"]
     greedy = experiment.evaluate(None, temperature=0.0, effort="low", seed=1)
     assert abs(greedy["solve_rate"] - row["base"]["t0_low"]["solve_rate"]) <= 1 / VALIDATION_WORDS
-    answers = experiment.learner_grpo.word_pool("training")
+    answers = experiment.learner_grpo.word_pool(stored.get("pool", "training"))
     for arm, priors in (("outcome_only", None), ("curriculum", experiment.curriculum_priors(answers, 1))):
         _, curves, _ = experiment.learner_grpo.train_batch(
-            1, {"max_steps": 2, "max_epochs": 1}, "outcome_only", val_every=1000, train_priors=priors
+            1, {"max_steps": 2, "max_epochs": 1}, "outcome_only", val_every=1000, train_priors=priors, answers=answers
         )
         old = row["arms"][arm]["curves"]
         assert abs(curves["val/reward/pass_at_1"][0] - old["val/reward/pass_at_1"]["0"]) <= 1 / VALIDATION_WORDS
@@ -156,9 +158,11 @@ def test_every_stored_run_is_a_row_with_the_rules_verdict():
             cell = row[key]
             assert cell == "-" or cell.endswith("(1 seed)") or cell.split(": ", 1)[1] in labels, (row["run"], cell)
     # The 160-step run on the 640 words, re-derived here from its stored per-seed gains.
-    long = next(r for r in rows if r["stored in"] == learner_results.LONG_RUN_FILE)
+    long = next(r for r in rows if r["stored in"] == learner_results.LONG_RUN_FILE.removesuffix(".json"))
     gains = json.loads((ROOT / "experiments" / "results" / learner_results.LONG_RUN_FILE).read_text())["summary"]
     assert long["steps"] == 160 and long["gain at T=1 low"] == learner_results.points(gains["t1_low"]["gains"])
+    narrow = learner_results.every_run(settings=("t1_low",))
+    assert len(narrow) == len(rows) and not any("gain at T=0 low" in r for r in narrow)
 
 
 def test_memorisation_compares_the_same_steps_on_two_word_pools():

@@ -129,6 +129,11 @@ EXPERIMENT_RERUNS = {
         "tests/test_learner_lessons_results.py",
         "test_seed_one_reruns_its_base_evaluation_and_first_steps",
     ),
+    # The same lessons on the 1,788 words, 40 steps (parametrized, the same function).
+    "learner_lessons_all_words.json": (
+        "tests/test_learner_lessons_results.py",
+        "test_seed_one_reruns_its_base_evaluation_and_first_steps",
+    ),
     # Stage 1 of `make base`, shortened to 34 steps (about 30 CPU-s); the full rebuild, six
     # stages and about 90 minutes, is `make base`'s and runs in no tier.
     "base_stage1_short.json": ("tests/test_base_rebuild.py", "test_stage_one_short_run_reruns_to_the_stored_numbers"),

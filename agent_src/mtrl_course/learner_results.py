@@ -67,8 +67,15 @@ def _read(name: str, results_dir: Path = RESULTS_DIR) -> dict[str, Any]:
 
 
 def lessons(results_dir: Path = RESULTS_DIR) -> dict[str, Any]:
-    """experiments/results/learner_lessons.json, as stored."""
+    """experiments/results/learner_lessons.json, as stored: 10 steps on the 640 training words."""
     return _read(LESSONS_FILE, results_dir)
+
+
+def wide_lessons(results_dir: Path = RESULTS_DIR) -> dict[str, Any]:
+    """experiments/results/learner_lessons_all_words.json, as stored: the same lessons, 40 steps on
+    the 1,788 answer words outside validation (the recipe search's pool). The tables below read it
+    unless given another file."""
+    return _read(WIDE_LESSONS_FILE, results_dir)
 
 
 def _fmt(stat: Mapping[str, Any], digits: int = 3) -> str:
@@ -99,18 +106,19 @@ def _seeds(data: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def provenance(data: Mapping[str, Any] | None = None) -> str:
     """One line: which file, how many seeds, how many steps, which commit(s)."""
-    data = data if data is not None else lessons()
+    data = data if data is not None else wide_lessons()
     commits = data["git_commit"] if isinstance(data["git_commit"], list) else [data["git_commit"]]
     short = sorted({c.split()[0][:7] for c in commits})
+    name = WIDE_LESSONS_FILE if data.get("pool") == "all" else LESSONS_FILE
     return (
-        f"stored: experiments/results/{LESSONS_FILE}, seeds {', '.join(sorted(data['seeds'], key=int))}, "
+        f"stored: experiments/results/{name}, seeds {', '.join(sorted(data['seeds'], key=int))}, "
         f"{data['steps']} steps an arm, commit {', '.join(short)}"
     )
 
 
 def headline(data: Mapping[str, Any] | None = None, long_run: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Notebook 05: what GRPO does to the learner at the serving setting, by reward and length."""
-    data = data if data is not None else lessons()
+    data = data if data is not None else wide_lessons()
     long_run = long_run if long_run is not None else _read(LONG_RUN_FILE)
     stats = data["statistics"]
     rows = []
@@ -147,7 +155,7 @@ def headline(data: Mapping[str, Any] | None = None, long_run: Mapping[str, Any] 
 
 def grid(data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Notebook 07: the four settings for the base and the outcome-only adapter (mean over seeds)."""
-    data = data if data is not None else lessons()
+    data = data if data is not None else wide_lessons()
     seeds = _seeds(data)
     rows = []
     for key, label in SETTINGS:
@@ -173,7 +181,7 @@ def grid_lessons(
     data: Mapping[str, Any] | None = None, standin: Mapping[str, Any] | None = None
 ) -> list[dict[str, Any]]:
     """Notebook 07: sampling against greedy, and medium effort against low, beside the others'."""
-    data = data if data is not None else lessons()
+    data = data if data is not None else wide_lessons()
     standin = standin if standin is not None else _read(STANDIN_FILE)
     stats, other = data["statistics"], standin["statistics"]
     rows = []
@@ -218,7 +226,7 @@ def validation_curve(
     data: Mapping[str, Any] | None = None, long_run: Mapping[str, Any] | None = None
 ) -> list[dict[str, Any]]:
     """Notebooks 06 and 10: the learner's greedy validation by step, the 20-step arms and the 160-step run."""
-    data = data if data is not None else lessons()
+    data = data if data is not None else wide_lessons()
     long_run = long_run if long_run is not None else _read(LONG_RUN_FILE)
     rows = []
     curves = [s["arms"]["outcome_only"]["curves"]["val/reward/pass_at_1"] for s in _seeds(data)]
@@ -250,7 +258,7 @@ def validation_curve(
 
 def rewards(data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Notebook 09: the three rewards from the base, and what each trained adapter does at T=1."""
-    data = data if data is not None else lessons()
+    data = data if data is not None else wide_lessons()
     seeds = _seeds(data)
     base = [s["base"]["t1_low"] for s in seeds]
     rows: list[dict[str, Any]] = [
@@ -289,7 +297,7 @@ def reward_lessons(
     data: Mapping[str, Any] | None = None, standin: Mapping[str, Any] | None = None
 ) -> list[dict[str, Any]]:
     """Notebook 09: tiered against legacy, the learner beside the stand-in's continued run."""
-    data = data if data is not None else lessons()
+    data = data if data is not None else wide_lessons()
     standin = standin if standin is not None else _read(STANDIN_FILE)
     stats, other = data["statistics"], standin["statistics"]
     pairs = (
@@ -319,7 +327,7 @@ def reward_lessons(
 
 def drift(data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Notebook 10: three times the learning rate, raw-text recovery on and off."""
-    data = data if data is not None else lessons()
+    data = data if data is not None else wide_lessons()
     seeds = _seeds(data)
     last = str(data["steps"])
     rows = []
@@ -350,7 +358,7 @@ def group_and_curriculum(
     The stand-in's column is its served solve rate for the same two runs (means over its seeds,
     experiments/standin_lessons.py point 5): a level, not a paired difference.
     """
-    data = data if data is not None else lessons()
+    data = data if data is not None else wide_lessons()
     standin = standin if standin is not None else _read(STANDIN_FILE)
     stats, levels = data["statistics"], standin["levels"]
     rows = []
@@ -377,7 +385,7 @@ def group_and_curriculum(
 
 def checkpoints(data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Notebook 10: the default arm's checkpoints at the serving setting beside its greedy validation."""
-    data = data if data is not None else lessons()
+    data = data if data is not None else wide_lessons()
     seeds = _seeds(data)
     base = float(np.mean([s["base"]["t1_low"]["solve_rate"] for s in seeds]))
     val0 = float(np.mean([s["arms"]["outcome_only"]["curves"]["val/reward/pass_at_1"]["0"] for s in seeds]))
@@ -431,21 +439,33 @@ def points(values: Sequence[float]) -> str:
     return f"{judged.mean:+.1f} ± {judged.se:.1f}: {judged.label}"
 
 
-def _row(source: str, run: str, steps: int, words: str, gains: Mapping[str, Sequence[float]], **extra: Any) -> dict:
-    row: dict[str, Any] = {"run": run, "steps": steps, "training words": words}
+def _row(
+    source: str,
+    run: str,
+    steps: int,
+    words: str,
+    gains: Mapping[str, Sequence[float]],
+    settings: Sequence[str],
+    **extra: Any,
+) -> dict:
+    row: dict[str, Any] = {"run": run, "steps": steps, "words": words}
     row["seeds"] = max((len(v) for v in gains.values()), default=0)
     for key, label in GAIN_SETTINGS:
-        row[f"gain at {label}"] = points(gains[key]) if gains.get(key) else "-"
+        if key in settings:
+            row[f"gain at {label}"] = points(gains[key]) if gains.get(key) else "-"
     row.update(extra)
-    row["stored in"] = source
+    row["stored in"] = source.removesuffix(".json")
     return row
 
 
-def every_run(results_dir: Path = RESULTS_DIR) -> list[dict[str, Any]]:
+def every_run(
+    results_dir: Path = RESULTS_DIR, settings: Sequence[str] = tuple(key for key, _ in GAIN_SETTINGS)
+) -> list[dict[str, Any]]:
     """Every stored GRPO run of the tiny model from the committed base, one row per run (or arm):
     its held-out gain over the base at each setting measured, in points, with the rule's verdict
-    (`mtrl_course.verdicts`), nulls and losses included ("-": not measured). Each gain is against
-    its own file's base evaluation (the files' evaluation seeds differ)."""
+    (`mtrl_course.verdicts`), nulls and losses included ("-": not measured), at each of `settings`
+    (keys of GAIN_SETTINGS). Each gain is against its own file's base evaluation (the files'
+    evaluation seeds differ); pass@k is `pass_at_k`'s."""
     rows: list[dict[str, Any]] = []
     for name in GRPO_FILES:
         data = _read(name, results_dir)
@@ -454,26 +474,25 @@ def every_run(results_dir: Path = RESULTS_DIR) -> list[dict[str, Any]]:
         gains = {key: [s[key]["gain"] for s in seeds if key in s] for key, _ in GAIN_SETTINGS}
         label = ARM_LABELS.get(data["reward"], data["reward"])
         steps = len(seeds[0]["curves"]["rollout/reward/mean"])  # max_steps capped by max_epochs' 20-step epochs
-        rows.append(_row(name, f"{label} ({via})", steps, "640", gains))
+        rows.append(_row(name, f"{label} ({via})", steps, "640", gains, settings))
     for name, words in ((LESSONS_FILE, "640"), (WIDE_LESSONS_FILE, "1,788")):
         if not (Path(results_dir) / name).is_file() and name == WIDE_LESSONS_FILE:
             continue
         data = _read(name, results_dir)
         seeds = _seeds(data)
         for arm in data["arms"]:
-            settings = [key for key, _ in GAIN_SETTINGS if key in seeds[0]["arms"][arm]["trained"]]
+            measured = [key for key, _ in GAIN_SETTINGS if key in seeds[0]["arms"][arm]["trained"]]
             gains = {
                 key: [s["arms"][arm]["trained"][key]["solve_rate"] - s["base"][key]["solve_rate"] for s in seeds]
-                for key in settings
+                for key in measured
             }
-            rows.append(_row(name, ARM_LABELS.get(arm, arm), int(data["steps"]), words, gains))
+            rows.append(_row(name, ARM_LABELS.get(arm, arm), int(data["steps"]), words, gains, settings))
     for name in (RECIPE_FILE, RECIPE_SCREEN_FILE):
         data = _read(name, results_dir)
         for arm, summary in data["summary"].items():
             gains = {"t1_low": summary["t1_low"]["pass@1"]["gains"], "t0_low": summary["t0_low"]["pass@1"]["gains"]}
             words = f"{data['pool_sizes'][data['arms'][arm]['pool']]:,}"
-            pass8 = {"pass@8 gain at T=1 low": points(summary["t1_low"]["pass@8"]["gains"])}
-            rows.append(_row(name, ARM_LABELS.get(arm, arm), int(data["steps"]), words, gains, **pass8))
+            rows.append(_row(name, ARM_LABELS.get(arm, arm), int(data["steps"]), words, gains, settings))
     return rows
 
 
