@@ -46,6 +46,11 @@ MAINTAINER_WORDING = {
     "a work marker": re.compile(r"\b(?:TODO|FIXME|XXX)\b"),
     "the helpers that build the course": re.compile(r"helper agent|\bsub-?agents?\b", re.I),
     "git provenance": re.compile(r"\bgit[ _]commit\b", re.I),
+    "the course's own tests and design notes": re.compile(
+        r"\bnbval\b|\bpytest\b|numbers-within|tolerance for this cell|\bthe (?:notebook )?tests? runs?\b"
+        r"|DESIGN\.md|CONTRIBUTING\.md",
+        re.I,
+    ),
 }
 # A commit hash: 10 to 40 hex digits with at least one digit and one letter (so a word like
 # "deadbeef" or a number is not one). Stored results keep their commits; pages do not show them.

@@ -325,3 +325,28 @@ def test_plateau_runs_curves_and_the_check_against_the_stored_final_validation()
     assert (
         "1 seeds" in fig._suptitle.get_text() and [ax.get_ylabel() for ax in fig.axes][1] == "validation pass@1 (T=0)"
     )
+
+
+def test_the_memorisation_figure_draws_each_run_its_held_out_line_and_base():
+    from mtrl_course import learner_results
+
+    runs = learner_results.memorisation_runs()
+    fig = plots.memorisation_curves(runs, learner_results.BLOCK)
+    ax = fig.axes[0]
+    # Per run: the training curve, its held-out line and its base marker; plus the legend's base entry.
+    assert len(ax.lines) == 3 * len(runs) + 1
+    held_out = [line for line in ax.lines if line.get_linestyle() == "--"]
+    assert [round(line.get_ydata()[0], 6) for line in held_out] == [
+        round(100 * float(np.mean(run["held_out"])), 6) for run in runs
+    ]
+    plt.close(fig)
+
+
+def test_the_learner_validation_figure_shows_both_settings():
+    from mtrl_course import learner_results
+
+    fig = plots.learner_validation_curves(learner_results.validation_curve(), learner_results.checkpoints())
+    ax = fig.axes[0]
+    labels = [line.get_label() for line in ax.lines]
+    assert sum("T=0 validation" in label for label in labels) == 2 and any("T=1 low" in label for label in labels)
+    plt.close(fig)

@@ -43,7 +43,7 @@ STANDIN_FILE = "standin_lessons.json"
 FAILURES_FILE = "failure_modes.json"
 
 SETTINGS = (
-    ("t1_low", "T=1, low (served)"),
+    ("t1_low", "T=1, low"),
     ("t0_low", "T=0, low"),
     ("t1_medium", "T=1, medium"),
     ("t0_medium", "T=0, medium"),
@@ -234,7 +234,7 @@ def validation_curve(
         values = [c[str(step)] for c in curves if str(step) in c]
         rows.append(
             {
-                "run": f"{data['steps']} steps",
+                "run": f"{data['steps']} steps, {'1,788' if data.get('pool') == 'all' else '640'} words",
                 "step": step,
                 "T=0 validation (mean)": float(np.mean(values)),
                 "lowest seed": float(min(values)),
@@ -246,7 +246,7 @@ def validation_curve(
         values = [c[str(step)] for c in long_curves if str(step) in c]
         rows.append(
             {
-                "run": f"{long_run['overrides'].get('max_steps')} steps",
+                "run": f"{long_run['overrides'].get('max_steps')} steps, 640 words",
                 "step": step,
                 "T=0 validation (mean)": float(np.mean(values)),
                 "lowest seed": float(min(values)),
@@ -344,7 +344,7 @@ def drift(data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
                 "raw-text guesses, last step": float(np.mean([c["rollout/raw_text_share"][last] for c in curves])),
                 "no-play games, last step": float(np.mean([c["rollout/no_play_share"][last] for c in curves])),
                 "tokens a game, last step": float(np.mean([c["rollout/tokens_per_game"][last] for c in curves])),
-                "served gain (± SE)": _fmt(data["statistics"][f"gain/{arm}"]),
+                "gain at T=1 low (± SE)": _fmt(data["statistics"][f"gain/{arm}"]),
             }
         )
     return rows
@@ -389,7 +389,7 @@ def checkpoints(data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     seeds = _seeds(data)
     base = float(np.mean([s["base"]["t1_low"]["solve_rate"] for s in seeds]))
     val0 = float(np.mean([s["arms"]["outcome_only"]["curves"]["val/reward/pass_at_1"]["0"] for s in seeds]))
-    rows = [{"step": 0, "T=0 validation": val0, "T=1 low (served)": base, "served minus base": "", "verdict": ""}]
+    rows = [{"step": 0, "T=0 validation": val0, "T=1 low": base, "T=1 low minus base": "", "verdict": ""}]
     steps = sorted({int(k) for s in seeds for k in s["arms"]["outcome_only"]["checkpoints_t1_low"]})
     for step in steps:
         stat = data["statistics"][f"checkpoint/{step}/t1_low_minus_base"]
@@ -399,10 +399,10 @@ def checkpoints(data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
                 "T=0 validation": float(
                     np.mean([s["arms"]["outcome_only"]["curves"]["val/reward/pass_at_1"][str(step)] for s in seeds])
                 ),
-                "T=1 low (served)": float(
+                "T=1 low": float(
                     np.mean([s["arms"]["outcome_only"]["checkpoints_t1_low"][str(step)]["solve_rate"] for s in seeds])
                 ),
-                "served minus base": _fmt(stat),
+                "T=1 low minus base": _fmt(stat),
                 "verdict": _gain_verdict(stat),
             }
         )

@@ -673,3 +673,42 @@ def memorisation_curves(runs: Sequence[Mapping[str, Any]], block: int) -> Figure
     ax.set_title("Tiny model, 160 outcome-only steps, 3 seeds: training words against held-out words", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def learner_validation_curves(
+    validation: Sequence[Mapping[str, Any]], checkpoints: Sequence[Mapping[str, Any]]
+) -> Figure:
+    """The tiny model's greedy validation by step for each stored run (`learner_results.validation_curve`
+    rows: mean over seeds, band = their range) and, as dots, one run's checkpoints evaluated at
+    T=1 low (`learner_results.checkpoints` rows): the same adapters at the two settings."""
+    fig, ax = plt.subplots(figsize=WIDE_FIGSIZE)
+    frame = pd.DataFrame(list(validation))
+    for (run, rows), colour in zip(frame.groupby("run", sort=False), MEMORISATION_COLOURS[::-1]):
+        ax.plot(
+            rows["step"],
+            rows["T=0 validation (mean)"] * PERCENT,
+            marker="o",
+            ms=3,
+            color=colour,
+            label=f"{run}: T=0 validation (the job's curve)",
+        )
+        ax.fill_between(
+            rows["step"], rows["lowest seed"] * PERCENT, rows["highest seed"] * PERCENT, color=colour, alpha=BAND_ALPHA
+        )
+    points = pd.DataFrame(list(checkpoints))
+    ax.plot(
+        points["step"],
+        points["T=1 low"] * PERCENT,
+        marker="D",
+        ms=5,
+        ls=":",
+        color=COLOUR_REWARD,
+        label="40 steps, 1,788 words: the same checkpoints at T=1 low",
+    )
+    ax.set_xlabel("training step")
+    ax.set_ylabel("held-out solve rate (%)")
+    ax.set_ylim(0, 45)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title("Tiny model, outcome-only GRPO, 3 seeds: greedy validation against sampled play", fontsize=10)
+    fig.tight_layout()
+    return fig
