@@ -117,30 +117,37 @@ def test_seed_one_reruns_its_base_evaluation_and_first_steps(name, experiment):
             assert abs(fresh - then) <= ONE_GAME_OF_A_STEP, (arm, step, fresh, then)
 
 
-def test_the_readme_quotes_the_stored_numbers(stored):
+def test_the_readme_quotes_the_stored_numbers():
     """README's table of the tiny model's lessons is the stored statistics, rounded to 0.1 point."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    stats = stored["statistics"]
+    results = RESULTS.parent
+    ten = json.loads(RESULTS.read_text())["statistics"]
+    wide = json.loads((results / learner_results.WIDE_LESSONS_FILE).read_text())["statistics"]
+    long_run = json.loads((results / learner_results.LONG_RUN_FILE).read_text())["summary"]["t1_low"]
+    recipe = json.loads((results / learner_results.RECIPE_FILE).read_text())["summary"]["all"]["t1_low"]
 
-    def points(stat: dict, sign: float = 1.0) -> str:
-        return f"{100 * sign * stat['mean']:+.1f} ± {100 * stat['se']:.1f}"
+    def points(values: list[float], sign: float = 1.0) -> str:
+        v = verdicts.verdict([sign * 100 * x for x in values])
+        return f"{v.mean:+.1f} ± {v.se:.1f}"
 
     quoted = [
-        points(stats[key])
-        for key in (
-            "gain/outcome_only",
-            "gain/tiered",
-            "gain/legacy",
-            "gain/lr_3e-5_recovery_on",
-            "vs_outcome_only/group_16",
-            "vs_outcome_only/group_32",
-        )
+        f"| {points(ten['gain/outcome_only']['by_seed'])} | gain |",
+        f"| {points(long_run['gains'])} | gain |",
+        f"| {points(recipe['pass@1']['gains'])} | gain |",
+        f"pass@8 {points(recipe['pass@8']['gains'])} (no effect shown)",
+        f"| {points(wide['gain/outcome_only']['by_seed'])} | gain |",
+        f"| {points(wide['gain/tiered']['by_seed'])} | loss |",
+        f"| {points(wide['gain/legacy']['by_seed'])} | loss |",
+        f"| {points(wide['gain/lr_3e-5_recovery_on']['by_seed'])} | loss |",
+        f"| {points(wide['vs_outcome_only/group_16']['by_seed'])} / {points(wide['vs_outcome_only/group_32']['by_seed'])} "
+        "| no effect shown |",
+        f"curriculum ({points(wide['vs_outcome_only/curriculum']['by_seed'])})",
+        f"| {points(wide['sampled_minus_greedy/base/low']['by_seed'], -1.0)} for greedy | higher |",
     ]
-    quoted.append(points(stats["sampled_minus_greedy/base/low"], sign=-1.0) + " points for greedy")
-    long_run = json.loads((RESULTS.parent / learner_results.LONG_RUN_FILE).read_text())
-    quoted.append(points(learner_results._summary(long_run["summary"]["t1_low"]["gains"])))
+    assert verdicts.verdict(recipe["pass@8"]["gains"]).label == verdicts.NULL
+    assert [wide[k]["verdict"] for k in ("gain/tiered", "gain/legacy", "gain/lr_3e-5_recovery_on")] == ["loss"] * 3
     missing = [text for text in quoted if text not in readme]
-    assert not missing, f"README.md's tiny-model table does not quote {missing}: update it from the stored file"
+    assert not missing, f"README.md's tiny-model table does not quote {missing}: update it from the stored files"
 
 
 def test_every_stored_run_is_a_row_with_the_rules_verdict():
