@@ -412,6 +412,7 @@ def checkpoints(data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
 # --- every stored run -------------------------------------------------------------------------------
 
 GAIN_SETTINGS = (("t1_low", "T=1 low"), ("t0_low", "T=0 low"), ("t1_medium", "T=1 medium"))
+ALL_SETTINGS = tuple(name for name, _ in GAIN_SETTINGS)
 ARM_LABELS = {
     "outcome_only": "outcome only",
     "tiered": "tiered (the course's)",
@@ -459,7 +460,7 @@ def _row(
 
 
 def every_run(
-    results_dir: Path = RESULTS_DIR, settings: Sequence[str] = tuple(key for key, _ in GAIN_SETTINGS)
+    results_dir: Path = RESULTS_DIR, settings: Sequence[str] = ALL_SETTINGS
 ) -> list[dict[str, Any]]:
     """Every stored GRPO run of the tiny model from the committed base, one row per run (or arm):
     its held-out gain over the base at each setting measured, in points, with the rule's verdict
