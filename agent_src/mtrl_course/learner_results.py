@@ -459,9 +459,7 @@ def _row(
     return row
 
 
-def every_run(
-    results_dir: Path = RESULTS_DIR, settings: Sequence[str] = ALL_SETTINGS
-) -> list[dict[str, Any]]:
+def every_run(results_dir: Path = RESULTS_DIR, settings: Sequence[str] = ALL_SETTINGS) -> list[dict[str, Any]]:
     """Every stored GRPO run of the tiny model from the committed base, one row per run (or arm):
     its held-out gain over the base at each setting measured, in points, with the rule's verdict
     (`mtrl_course.verdicts`), nulls and losses included ("-": not measured), at each of `settings`
