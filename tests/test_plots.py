@@ -350,3 +350,15 @@ def test_the_learner_validation_figure_shows_both_settings():
     labels = [line.get_label() for line in ax.lines]
     assert sum("T=0 validation" in label for label in labels) == 2 and any("T=1 low" in label for label in labels)
     plt.close(fig)
+
+
+def test_the_learner_settings_figure_has_a_bar_per_model_and_setting():
+    from mtrl_course import learner_results
+
+    grids = {"40 steps": learner_results.grid(), "10 steps": learner_results.grid(learner_results.lessons())}
+    fig = plots.learner_settings_bars(grids)
+    ax = fig.axes[0]
+    assert len(ax.patches) == (1 + len(grids)) * len(learner_results.SETTINGS)
+    heights = [round(p.get_height(), 1) for p in ax.patches[: len(learner_results.SETTINGS)]]
+    assert heights == [float(row["base"].rstrip("%")) for row in grids["40 steps"]]
+    plt.close(fig)

@@ -712,3 +712,38 @@ def learner_validation_curves(
     ax.set_title("Tiny model, outcome-only GRPO, 3 seeds: greedy validation against sampled play", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def learner_settings_bars(grids: Mapping[str, Sequence[Mapping[str, Any]]]) -> Figure:
+    """The tiny model's held-out solve rate at each setting (`learner_results.grid` rows), the base
+    and each trained adapter named in `grids` (label -> rows) side by side: which setting is best
+    for this model, and what training did at each."""
+    labels = list(grids)
+    settings = [row["setting"] for row in next(iter(grids.values()))]
+    x = np.arange(len(settings))
+    width = 0.8 / (len(labels) + 1)
+    fig, ax = plt.subplots(figsize=WIDE_FIGSIZE)
+
+    def rates(rows: Sequence[Mapping[str, Any]], column: str) -> list[float]:
+        return [float(str(row[column]).rstrip("%")) for row in rows]
+
+    first = next(iter(grids.values()))
+    ax.bar(x - width * len(labels) / 2, rates(first, "base"), width, color=COLOUR_BASE, label="the base")
+    for k, (label, rows) in enumerate(grids.items(), start=1):
+        colour = MEMORISATION_COLOURS[(k - 1) % len(MEMORISATION_COLOURS)]
+        ax.bar(
+            x - width * len(labels) / 2 + k * width,
+            rates(rows, "trained (outcome only)"),
+            width,
+            color=colour,
+            label=label,
+        )
+    ax.set_xticks(x, settings)
+    ax.set_ylabel("held-out solve rate (%)")
+    ax.set_ylim(0, 45)
+    ax.legend(fontsize=8, loc="upper right")
+    ax.set_title(
+        "Tiny model, 3 seeds: greedy (T=0) is its best setting; training raised T=1 and lowered T=0", fontsize=10
+    )
+    fig.tight_layout()
+    return fig
