@@ -97,7 +97,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         summary="Check your environment, choose offline or live mode, and tour the system: "
         "a Strands agent on AgentCore trained by the SageMaker AI multi-turn RL service.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=2,
+        offline_seconds=21,
         live_time="not measured (read-only checks); section 5's first run: not measured",
         live_cost="no charge for the read-only checks; section 5's optional first run bills only after "
         "you opt in, and estimates its cost from your prices first",
@@ -113,7 +113,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         summary="Create the training job role (trusted by job.sagemaker.amazonaws.com with "
         "sts:TagSession) and see what the agent's runtime role needs.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=2,
+        offline_seconds=3,
         live_time="not measured (IAM calls only)",
         live_cost="no charge: IAM roles are not billed (AWS walkthrough)",
         creates=("IAM role for training jobs (AmazonSageMakerJobFullAccess)",),
@@ -127,7 +127,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         summary="Deploy the Wordle agent (environment, tool and reward in one module) to "
         "Amazon Bedrock AgentCore with the AgentCore CLI.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=9,
+        offline_seconds=12,
         live_time="not measured: the CLI builds about 700 MB of Linux ARM64 dependencies, "
         "then deploys through CloudFormation (AWS walkthrough)",
         live_cost="price not in our sources: the runtime bills only while sessions run "
@@ -149,7 +149,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         'time: the expected answer is {"reward": -1.5}, and every failure in the diagnosis table '
         "but one (the runtime role without its policy) is reproduced offline.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=8,
+        offline_seconds=10,
         live_time="not measured (a few invocations)",
         live_cost="two short AgentCore sessions (price not in our sources); no tokens, because "
         "the fake job is refused before any sampling",
@@ -163,7 +163,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         summary="Build the 640/128 task split (each row carries only the secret word), validate "
         "it the way the service reads it, and upload it to S3.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=4,
+        offline_seconds=5,
         live_time="not measured (two small uploads)",
         live_cost="S3 storage and requests for two small files (standard S3 rates; not in our sources)",
         billable=("S3 storage",),
@@ -184,7 +184,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         summary="Price and start a training job with MultiTurnRLTrainer and the walkthrough's three overrides, "
         "or attach to one started earlier; offline, a stand-in trains locally.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=43,
+        offline_seconds=76,
         live_time="about 12 h 40 min (the AWS walkthrough's 100-step run)",
         live_cost="about $339 in training tokens plus about $79 of AgentCore runtime (AWS walkthrough)",
         billable=(
@@ -207,7 +207,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         summary="Read reward, token and turn metrics from MLflow, plot the training curves, watch "
         "val/reward/pass_at_1, open the MLflow UI and follow one traced game.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=9,
+        offline_seconds=13,
         live_time="not measured (reading only; the job itself runs for hours)",
         live_cost="nothing beyond notebook 05's job: this notebook only reads metrics",
         prerequisites=("05",),
@@ -219,7 +219,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         summary="Evaluate the base and trained models at four serving settings (reasoning effort x "
         "temperature), one evaluation job at a time, and break down what the jobs billed.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=27,
+        offline_seconds=43,
         live_time="about an hour for the walkthrough's jobs, 4 to 7 min each (AWS walkthrough)",
         live_cost="about $1.20 in tokens for the walkthrough's evaluation jobs (AWS walkthrough), "
         "plus AgentCore runtime",
@@ -242,7 +242,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         "delete it after confirmation: AgentCore runtime, MLflow app, S3 objects, and optionally "
         "roles and model packages.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=5,
+        offline_seconds=6,
         live_time="not measured",
         live_cost="no charge: it only deletes, which ends the runtime, MLflow app and S3 charges",
         prerequisites=("any notebook you ran live",),
@@ -254,7 +254,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         summary="Why a summed per-guess reward paid lost games and ranked fast solves below slow "
         "ones, and how an outcome-dominant reward with clipped shaping fixes both.",
         modes=_NO_LIVE_PART,
-        offline_seconds=28,
+        offline_seconds=49,
         live_time=None,
         live_cost=None,
         prerequisites=("00", "05"),
@@ -268,7 +268,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         "plateau) and their fixes on real calls and real training of the stand-in, and evaluate "
         "checkpoints at serving settings.",
         modes=_NO_LIVE_PART,
-        offline_seconds=23,
+        offline_seconds=30,
         live_time=None,
         live_cost=None,
         prerequisites=("05",),
@@ -280,7 +280,7 @@ NOTEBOOKS: tuple[Entry, ...] = (
         summary="Sandbox hidden tests, train a stand-in coder on the Nova Forge post's four-component reward, "
         "catch a dead scorer and a collapse, and package it for Nova Forge.",
         modes=(OFFLINE, LIVE),
-        offline_seconds=18,
+        offline_seconds=35,
         live_time="not measured; the Nova Forge post gives none",
         live_cost="a Nova Forge subscription plus the resources below (no prices in our sources)",
         billable=(
