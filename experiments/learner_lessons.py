@@ -4,10 +4,12 @@ Notebooks 05 to 10 teach their lessons on the stand-in policy (experiments/stand
 experiments/failure_modes.py hold its numbers). This script asks the same questions of the
 learner (`mtrl_course.learner`, the committed stage-6 base), trained with the same token-level
 GRPO as experiments/learner_grpo.py `--trainer batch` (the batched player, which plays the agent's
-rules; see `learner_grpo.train_batch`), at notebook 05's budget: 10 steps of 256 games (half an
-epoch of the 640 training words), validation at temperature 0 every 2 steps. Longer runs are
-experiments/learner_grpo.py's (20 steps through the real agent, 160 steps batched). Every arm
-starts from the same base with the same seed; only the named setting differs:
+rules; see `learner_grpo.train_batch`). By default at notebook 05's budget: 10 steps of 256 games
+(half an epoch of the 640 training words); `--steps` and `--pool all` (every answer word outside
+validation, `learner_grpo.word_pool`) give the recipe search's setting. Validation at temperature
+0 and kept checkpoints come at fifths of the run (every 2 of 10 steps, every 8 of 40). Longer runs
+are experiments/learner_grpo.py's and experiments/learner_recipe.py's. Every arm starts from the
+same base with the same seed; only the named setting differs:
 
 - `outcome_only`: the learner's default arm. The course's tiered reward collapses the learner
   (`tiered`, and experiments/results/learner_grpo.json), so the other comparisons use the
@@ -20,24 +22,27 @@ starts from the same base with the same seed; only the named setting differs:
 - `curriculum`: half the training rows seeded with two prior guesses (the first one of the 50
   best openers), drawn as experiments/standin_lessons.py draws them.
 
-Measured per seed (base and each arm's final adapter on the 128 held-out words, 2 evaluation
-seeds = 256 games at temperature 1, one greedy pass at temperature 0): solve rates, guesses per
+Measured per seed (base and each arm's final adapter on the 128 held-out words, `--eval-seeds`
+evaluation seeds x 128 games at temperature 1, 2 by default, one greedy pass at temperature 0): solve rates, guesses per
 solve, the share solved within three guesses, completion tokens per game, the share of guesses
 recovered from raw text and of games with no guess; the four settings (temperature 0/1 x effort
 low/medium) for the base and the `outcome_only` adapter; the `outcome_only` run's checkpoints
-after steps 2, 4, 6, 8 and 10 at the serving setting (temperature 1, low) beside its greedy
+at the fifths of the run at temperature 1 and low effort beside its greedy
 validation curve; per step the training reward, solve rate, tokens, raw-text and no-play shares.
-Across seeds: mean, standard deviation and standard error of each lesson's statistic; nothing is
-expected of any of them, and the stored file says what was measured, nulls included.
+Across seeds: mean, standard deviation and standard error of each lesson's statistic, with the
+verdict of `mtrl_course.verdicts`; nothing is expected of any of them, and the stored file says
+what was measured, nulls included.
 
     python experiments/learner_lessons.py --seeds 1 2 3                 # results/learner_lessons.json
     python experiments/learner_lessons.py --seeds 1 --out build/learner_lessons_s1.json  # one seed; then
     python experiments/learner_lessons.py --combine build/learner_lessons_s1.json \
         build/learner_lessons_s2.json build/learner_lessons_s3.json
+    # results/learner_lessons_all_words.json: the same with --steps 40 --pool all --eval-seeds 4
 
 Each arm's result is written as soon as it finishes; `--resume` skips the arms an interrupted
-run already wrote. The stored run: three seeds side by side, one process each (one BLAS thread),
-25 to 26 minutes on a two-core machine shared with other work.
+run already wrote. The stored runs: three seeds side by side, one process each (one BLAS thread),
+on a two-core machine shared with other work: 25 to 26 minutes (10 steps), 55 minutes (40 steps on
+all the words).
 """
 
 from __future__ import annotations
