@@ -650,6 +650,19 @@ def checkpoint_table(series: pd.DataFrame) -> pd.DataFrame:
 MEMORISATION_COLOURS = ("tab:purple", "tab:blue")
 
 
+def _finish_learner_figure(
+    fig: Figure, ax: Any, *, xlabel: str, ylabel: str, ymax: float, title: str, legend: str
+) -> Figure:
+    """The tiny model's figures end alike: labels, a 0-based percent axis, a small legend, a title."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, ymax)
+    ax.legend(fontsize=8, loc=legend)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 def memorisation_curves(runs: Sequence[Mapping[str, Any]], block: int) -> Figure:
     """The tiny model's on-policy solve rate on its training words, by block of `block` steps
     (mean over seeds, band = their range), with each run's held-out solve rate after training
@@ -666,13 +679,15 @@ def memorisation_curves(runs: Sequence[Mapping[str, Any]], block: int) -> Figure
         ax.axhline(held_out, color=colour, ls="--", lw=1.2, label=f"{label}: held-out words after training")
         ax.plot(0, run["base"] * PERCENT, marker="s", ms=5, color=colour, ls="none")
     ax.plot([], [], marker="s", ms=5, color=COLOUR_BASE, ls="none", label="the base on the held-out words (step 0)")
-    ax.set_xlabel("training step")
-    ax.set_ylabel("solve rate (%), T=1 low")
-    ax.set_ylim(0, 60)
-    ax.legend(fontsize=8, loc="lower right")
-    ax.set_title("Tiny model, 160 outcome-only steps, 3 seeds: training words against held-out words", fontsize=10)
-    fig.tight_layout()
-    return fig
+    return _finish_learner_figure(
+        fig,
+        ax,
+        xlabel="training step",
+        ylabel="solve rate (%), T=1 low",
+        ymax=60,
+        title="Tiny model, 160 outcome-only steps, 3 seeds: training words against held-out words",
+        legend="lower right",
+    )
 
 
 def learner_validation_curves(
@@ -705,13 +720,15 @@ def learner_validation_curves(
         color=COLOUR_REWARD,
         label="40 steps, 1,788 words: the same checkpoints at T=1 low",
     )
-    ax.set_xlabel("training step")
-    ax.set_ylabel("held-out solve rate (%)")
-    ax.set_ylim(0, 45)
-    ax.legend(fontsize=8, loc="lower right")
-    ax.set_title("Tiny model, outcome-only GRPO, 3 seeds: greedy validation against sampled play", fontsize=10)
-    fig.tight_layout()
-    return fig
+    return _finish_learner_figure(
+        fig,
+        ax,
+        xlabel="training step",
+        ylabel="held-out solve rate (%)",
+        ymax=45,
+        title="Tiny model, outcome-only GRPO, 3 seeds: greedy validation against sampled play",
+        legend="lower right",
+    )
 
 
 def learner_settings_bars(grids: Mapping[str, Sequence[Mapping[str, Any]]]) -> Figure:
@@ -739,11 +756,12 @@ def learner_settings_bars(grids: Mapping[str, Sequence[Mapping[str, Any]]]) -> F
             label=label,
         )
     ax.set_xticks(x, settings)
-    ax.set_ylabel("held-out solve rate (%)")
-    ax.set_ylim(0, 45)
-    ax.legend(fontsize=8, loc="upper right")
-    ax.set_title(
-        "Tiny model, 3 seeds: greedy (T=0) is its best setting; training raised T=1 and lowered T=0", fontsize=10
+    return _finish_learner_figure(
+        fig,
+        ax,
+        xlabel="",
+        ylabel="held-out solve rate (%)",
+        ymax=45,
+        title="Tiny model, 3 seeds: greedy (T=0) is its best setting; training raised T=1 and lowered T=0",
+        legend="upper right",
     )
-    fig.tight_layout()
-    return fig
